@@ -1,0 +1,307 @@
+//! JinsightLive decoder: reads the header and then one event at a time, each with its byte
+//! offset. Any input is safe: a short or malformed file yields a [`DecodeError`] naming the
+//! offset, never a panic.
+
+use super::*;
+use std::fmt;
+
+/// Why a file could not be read, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "offset {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Reads a JinsightLive file held in memory.
+pub struct Decoder<'a> {
+    data: &'a [u8],
+    pos: usize,
+    endian: Endian,
+    header: Header,
+    ended: bool,
+}
+
+fn error(offset: usize, message: impl Into<String>) -> DecodeError {
+    DecodeError {
+        offset,
+        message: message.into(),
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// Parses the header; fails on a short file, a wrong magic byte, or an unknown platform.
+    pub fn new(data: &'a [u8]) -> Result<Decoder<'a>, DecodeError> {
+        if data.is_empty() {
+            return Err(error(0, "empty file: no JinsightLive header"));
+        }
+        if data[0] != MAGIC {
+            return Err(error(0, format!("first byte is 0x{:02x}, not 'b'", data[0])));
+        }
+        if data.len() < HEADER_LEN {
+            return Err(error(
+                data.len(),
+                format!("header cut short: {} of {} bytes", data.len(), HEADER_LEN),
+            ));
+        }
+        let le32 = |at: usize| u32::from_le_bytes(data[at..at + 4].try_into().unwrap_or([0; 4]));
+        let header = Header {
+            version: le32(1),
+            platform: le32(5),
+            number_of_events: le32(9),
+            max_threads: le32(13),
+            max_classes: le32(17),
+            ticks_per_microsecond: le32(21),
+            start_ticks: u64::from_le_bytes(data[25..33].try_into().unwrap_or([0; 8])),
+            vm_start_time: le32(33),
+            connection_start_time: le32(37),
+            overhead: le32(41),
+        };
+        let endian = Endian::of_platform(header.platform)
+            .ok_or_else(|| error(5, format!("unknown platform {}", header.platform)))?;
+        Ok(Decoder {
+            data,
+            pos: HEADER_LEN,
+            endian,
+            header,
+            ended: false,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    /// Offset of the next event.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// True once TraceEnd has been read.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The next event with its offset; `Ok(None)` at the end of the data.
+    pub fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
+        if self.pos >= self.data.len() {
+            return Ok(None);
+        }
+        let start = self.pos;
+        let code = self.data[start];
+        self.pos += 1;
+        let event = self.event(code).map_err(|mut e| {
+            if e.offset == usize::MAX {
+                e.offset = start;
+            }
+            e
+        });
+        match event {
+            Ok(ev) => {
+                if matches!(ev, Event::TraceEnd { .. }) {
+                    self.ended = true;
+                }
+                Ok(Some((start, ev)))
+            }
+            Err(e) => {
+                self.pos = self.data.len();
+                Err(e)
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
+        match end {
+            Some(end) => {
+                let s = &self.data[self.pos..end];
+                self.pos = end;
+                Ok(s)
+            }
+            None => Err(error(
+                usize::MAX,
+                format!(
+                    "event cut short: needs {} more bytes at offset {}, file has {}",
+                    n,
+                    self.pos,
+                    self.data.len() - self.pos.min(self.data.len())
+                ),
+            )),
+        }
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        let b: [u8; 2] = self.take(2)?.try_into().unwrap_or([0; 2]);
+        Ok(match self.endian {
+            Endian::Little => u16::from_le_bytes(b),
+            Endian::Big => u16::from_be_bytes(b),
+        })
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let b: [u8; 4] = self.take(4)?.try_into().unwrap_or([0; 4]);
+        Ok(match self.endian {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        })
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let b: [u8; 8] = self.take(8)?.try_into().unwrap_or([0; 8]);
+        Ok(match self.endian {
+            Endian::Little => u64::from_le_bytes(b),
+            Endian::Big => u64::from_be_bytes(b),
+        })
+    }
+    fn str(&mut self) -> Result<String, DecodeError> {
+        let n = self.u16()? as usize;
+        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+    }
+    fn members(&mut self) -> Result<Vec<MemberDef>, DecodeError> {
+        let n = self.u16()? as usize;
+        let mut v = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            v.push(MemberDef {
+                name: self.str()?,
+                signature: self.str()?,
+                access: self.u16()?,
+            });
+        }
+        Ok(v)
+    }
+
+    fn event(&mut self, code: u8) -> Result<Event, DecodeError> {
+        if code == TRACE_END {
+            return Ok(Event::TraceEnd {
+                first: self.u32()?,
+                second: self.u32()?,
+            });
+        }
+        if code_name(code) == "UNKNOWN" {
+            return Err(error(usize::MAX, format!("unknown event code {}", code)));
+        }
+        let ticks = self.u64()?;
+        Ok(match code {
+            CLASS_DEFINE => Event::ClassDefine {
+                ticks,
+                class: self.u16()?,
+                class_object: self.u32()?,
+            },
+            EXTENDED_EXTENSIVE_CLASS_LOAD => {
+                let class = self.u16()?;
+                let size = self.u16()?;
+                let name = self.str()?;
+                let methods = self.members()?;
+                let fields = self.members()?;
+                let superclass = self.u16()?;
+                let n = self.u16()? as usize;
+                let mut interfaces = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    interfaces.push(self.u16()?);
+                }
+                Event::ClassLoad(Box::new(ClassLoad {
+                    ticks,
+                    class,
+                    size,
+                    name,
+                    methods,
+                    fields,
+                    superclass,
+                    interfaces,
+                }))
+            }
+            WIDE_METHOD_ENTER => Event::MethodEnter {
+                ticks,
+                thread: self.u32()?,
+                class: self.u16()?,
+                method: self.u16()?,
+                object: self.u32()?,
+                line: self.u16()?,
+            },
+            METHOD_LEAVE => Event::MethodLeave {
+                ticks,
+                overhead: self.u64()?,
+                thread: self.u32()?,
+            },
+            OBJECT_DEFINED => Event::ObjectDefined {
+                ticks,
+                object: self.u32()?,
+                class: self.u16()?,
+            },
+            OBJECT_CREATED => Event::ObjectCreated {
+                ticks,
+                object: self.u32()?,
+                class: self.u16()?,
+                thread: self.u32()?,
+            },
+            OBJECT_RECLAIMED => Event::ObjectReclaimed {
+                ticks,
+                object: self.u32()?,
+            },
+            ARRAY_DEFINED => Event::ArrayDefined {
+                ticks,
+                array_type: self.u8()?,
+                object: self.u32()?,
+                size: self.u32()?,
+            },
+            ARRAY_CLASS_DEFINED => Event::ArrayClassDefined {
+                ticks,
+                object: self.u32()?,
+                class: self.u16()?,
+                size: self.u32()?,
+            },
+            ARRAY_CREATED => Event::ArrayCreated {
+                ticks,
+                is_array: self.u8()?,
+                object: self.u32()?,
+                size: self.u32()?,
+                thread: self.u32()?,
+            },
+            THREAD_DEFINE => Event::ThreadDefine {
+                ticks,
+                thread: self.u32()?,
+                object: self.u32()?,
+                class: self.u16()?,
+                name: self.str()?,
+            },
+            THREAD_START => Event::ThreadStart {
+                ticks,
+                thread: self.u32()?,
+            },
+            THREAD_EXIT => Event::ThreadExit {
+                ticks,
+                thread: self.u32()?,
+            },
+            GC_START => Event::GcStart { ticks },
+            GC_STOP => Event::GcStop { ticks },
+            USER_EVENT => Event::UserEvent {
+                ticks,
+                message: self.str()?,
+            },
+            BEGIN_BURST => Event::BeginBurst { ticks },
+            END_BURST => Event::EndBurst { ticks },
+            _ => return Err(error(usize::MAX, format!("unknown event code {}", code))),
+        })
+    }
+}
+
+/// Decodes a whole file: the header and every event, or the first error.
+pub fn decode_all(data: &[u8]) -> Result<(Header, Vec<(usize, Event)>), DecodeError> {
+    let mut d = Decoder::new(data)?;
+    let mut events = Vec::new();
+    while let Some(e) = d.next_event()? {
+        events.push(e);
+    }
+    Ok((d.header().clone(), events))
+}

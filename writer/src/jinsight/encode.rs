@@ -1,0 +1,273 @@
+//! JinsightLive encoder: the header, events in the platform's byte order, TraceEnd, and the
+//! header patch at close (see the layout in `jinsight/mod.rs`).
+
+use super::*;
+use std::io::{self, Seek, SeekFrom, Write};
+
+/// Bytes gathered before they are handed to the underlying writer.
+const CHUNK: usize = 256 * 1024;
+
+/// Writes one JinsightLive file.
+pub struct Encoder<W: Write + Seek> {
+    out: W,
+    buf: Vec<u8>,
+    endian: Endian,
+    events: u64,
+    bytes: u64,
+}
+
+impl<W: Write + Seek> Encoder<W> {
+    /// Writes the header (counts as given; patch them with [`Encoder::finish`]).
+    pub fn new(mut out: W, header: &Header) -> io::Result<Encoder<W>> {
+        let endian = Endian::of_platform(header.platform).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "unknown JinsightLive platform")
+        })?;
+        out.write_all(&header_bytes(header))?;
+        Ok(Encoder {
+            out,
+            buf: Vec::with_capacity(CHUNK + 1024),
+            endian,
+            events: 0,
+            bytes: HEADER_LEN as u64,
+        })
+    }
+
+    /// Events written so far (TraceEnd excluded).
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Bytes written so far, header included.
+    pub fn bytes(&self) -> u64 {
+        self.bytes + self.buf.len() as u64
+    }
+
+    /// Appends one event.
+    pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        self.put_event(event);
+        if !matches!(event, Event::TraceEnd { .. }) {
+            self.events += 1;
+        }
+        if self.buf.len() >= CHUNK {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Hands buffered bytes to the underlying writer and flushes it.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
+        self.out.flush()
+    }
+
+    /// Writes TraceEnd, patches the header counts (and the calibrated tick rate, if given),
+    /// and returns the underlying writer.
+    pub fn finish(
+        mut self,
+        max_threads: u32,
+        max_classes: u32,
+        ticks_per_microsecond: Option<u32>,
+    ) -> io::Result<W> {
+        self.write(&Event::TraceEnd {
+            first: TRACE_END_WORD,
+            second: TRACE_END_WORD,
+        })?;
+        self.flush()?;
+        let events = u32::try_from(self.events).unwrap_or(u32::MAX);
+        let mut counts = [0u8; 12];
+        counts[0..4].copy_from_slice(&events.to_le_bytes());
+        counts[4..8].copy_from_slice(&max_threads.to_le_bytes());
+        counts[8..12].copy_from_slice(&max_classes.to_le_bytes());
+        self.out.seek(SeekFrom::Start(COUNTS_OFFSET))?;
+        self.out.write_all(&counts)?;
+        if let Some(rate) = ticks_per_microsecond {
+            self.out.seek(SeekFrom::Start(TICKS_PER_US_OFFSET))?;
+            self.out.write_all(&rate.to_le_bytes())?;
+        }
+        self.out.seek(SeekFrom::End(0))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.out.write_all(&self.buf)?;
+            self.bytes += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        match self.endian {
+            Endian::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+            Endian::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+        }
+    }
+    fn u32(&mut self, v: u32) {
+        match self.endian {
+            Endian::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+            Endian::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+        }
+    }
+    fn u64(&mut self, v: u64) {
+        match self.endian {
+            Endian::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+            Endian::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+        }
+    }
+    /// u16 length + bytes; longer strings are cut at 65535 bytes.
+    fn str(&mut self, s: &str) {
+        let bytes = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+        self.u16(bytes.len() as u16);
+        self.buf.extend_from_slice(bytes);
+    }
+    fn members(&mut self, members: &[MemberDef]) {
+        self.u16(members.len().min(u16::MAX as usize) as u16);
+        for m in members.iter().take(u16::MAX as usize) {
+            self.str(&m.name);
+            self.str(&m.signature);
+            self.u16(m.access);
+        }
+    }
+
+    fn put_event(&mut self, event: &Event) {
+        self.u8(event.code());
+        if let Some(ticks) = event.ticks() {
+            self.u64(ticks);
+        }
+        match event {
+            Event::ClassDefine {
+                class,
+                class_object,
+                ..
+            } => {
+                self.u16(*class);
+                self.u32(*class_object);
+            }
+            Event::ClassLoad(load) => {
+                self.u16(load.class);
+                self.u16(load.size);
+                self.str(&load.name);
+                self.members(&load.methods);
+                self.members(&load.fields);
+                self.u16(load.superclass);
+                self.u16(load.interfaces.len() as u16);
+                for &i in &load.interfaces {
+                    self.u16(i);
+                }
+            }
+            Event::MethodEnter {
+                thread,
+                class,
+                method,
+                object,
+                line,
+                ..
+            } => {
+                self.u32(*thread);
+                self.u16(*class);
+                self.u16(*method);
+                self.u32(*object);
+                self.u16(*line);
+            }
+            Event::MethodLeave {
+                overhead, thread, ..
+            } => {
+                self.u64(*overhead);
+                self.u32(*thread);
+            }
+            Event::ObjectDefined { object, class, .. } => {
+                self.u32(*object);
+                self.u16(*class);
+            }
+            Event::ObjectCreated {
+                object,
+                class,
+                thread,
+                ..
+            } => {
+                self.u32(*object);
+                self.u16(*class);
+                self.u32(*thread);
+            }
+            Event::ObjectReclaimed { object, .. } => self.u32(*object),
+            Event::ArrayDefined {
+                array_type,
+                object,
+                size,
+                ..
+            } => {
+                self.u8(*array_type);
+                self.u32(*object);
+                self.u32(*size);
+            }
+            Event::ArrayClassDefined {
+                object,
+                class,
+                size,
+                ..
+            } => {
+                self.u32(*object);
+                self.u16(*class);
+                self.u32(*size);
+            }
+            Event::ArrayCreated {
+                is_array,
+                object,
+                size,
+                thread,
+                ..
+            } => {
+                self.u8(*is_array);
+                self.u32(*object);
+                self.u32(*size);
+                self.u32(*thread);
+            }
+            Event::ThreadDefine {
+                thread,
+                object,
+                class,
+                name,
+                ..
+            } => {
+                self.u32(*thread);
+                self.u32(*object);
+                self.u16(*class);
+                self.str(name);
+            }
+            Event::ThreadStart { thread, .. } | Event::ThreadExit { thread, .. } => {
+                self.u32(*thread)
+            }
+            Event::UserEvent { message, .. } => self.str(message),
+            Event::GcStart { .. }
+            | Event::GcStop { .. }
+            | Event::BeginBurst { .. }
+            | Event::EndBurst { .. } => {}
+            Event::TraceEnd { first, second } => {
+                self.u32(*first);
+                self.u32(*second);
+            }
+        }
+    }
+}
+
+/// The 45 header bytes, always little-endian.
+pub fn header_bytes(h: &Header) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    b[0] = MAGIC;
+    b[1..5].copy_from_slice(&h.version.to_le_bytes());
+    b[5..9].copy_from_slice(&h.platform.to_le_bytes());
+    b[9..13].copy_from_slice(&h.number_of_events.to_le_bytes());
+    b[13..17].copy_from_slice(&h.max_threads.to_le_bytes());
+    b[17..21].copy_from_slice(&h.max_classes.to_le_bytes());
+    b[21..25].copy_from_slice(&h.ticks_per_microsecond.to_le_bytes());
+    b[25..33].copy_from_slice(&h.start_ticks.to_le_bytes());
+    b[33..37].copy_from_slice(&h.vm_start_time.to_le_bytes());
+    b[37..41].copy_from_slice(&h.connection_start_time.to_le_bytes());
+    b[41..45].copy_from_slice(&h.overhead.to_le_bytes());
+    b
+}

@@ -1,0 +1,336 @@
+//! The JinsightLive binary trace format (version 8), as IBM's JinsightLive reader loads it.
+//! Sources: shared/specs/jinsightlive-binary-format.txt and jinsight-reader-facts.md.
+//!
+//! ```text
+//! file    := header event* TraceEnd
+//! header  := 45 bytes, always little-endian
+//!   +0  u8   'b' (0x62)
+//!   +1  u32  version = 8
+//!   +5  u32  platform       44 linux_x86 (events LE), 55 linux_390 (events BE), ...
+//!   +9  u32  numberOfEvents patched at close
+//!   +13 u32  maxThreads     patched at close
+//!   +17 u32  maxClasses     patched at close
+//!   +21 u32  ticksPerMicrosecond
+//!   +25 u64  startTicks
+//!   +33 u32  vmStartTime          epoch seconds
+//!   +37 u32  connectionStartTime  epoch seconds
+//!   +41 u32  overhead
+//! event   := u8 code, then fields in the platform's byte order; every timed event
+//!            carries u64 ticks right after the code. Strings are u16 length + bytes.
+//!   4   CLASS_DEFINE        ticks u16 class u32 classObject
+//!   110 EXT_EXT_CLASS_LOAD  ticks u16 class u16 size str name
+//!                           u16 n (str name str sig u16 access)*n      methods, class-file order
+//!                           u16 n (str name str sig u16 access)*n      fields
+//!                           u16 superclass u16 n (u16 interface)*n
+//!   91  WIDE_METHOD_ENTER   ticks u32 thread u16 class u16 method u32 object u16 line
+//!   31  METHOD_LEAVE        ticks u64 overhead u32 thread
+//!   20  OBJECT_DEFINED      ticks u32 object u16 class
+//!   21  OBJECT_CREATED      ticks u32 object u16 class u32 thread
+//!   24  OBJECT_RECLAIMED    ticks u32 object
+//!   22  ARRAY_DEFINED       ticks u8 arrayType u32 object u32 size
+//!   5   ARRAY_CLASS_DEFINED ticks u32 object u16 elementClass u32 size
+//!   23  ARRAY_CREATED       ticks u8 isArray u32 object u32 size u32 thread
+//!   10  THREAD_DEFINE       ticks u32 thread u32 object u16 class str name
+//!   11  THREAD_START        ticks u32 thread
+//!   12  THREAD_EXIT         ticks u32 thread
+//!   70  GC_START            ticks
+//!   71  GC_STOP             ticks
+//!   78  USER_EVENT          ticks str message
+//!   101 BEGIN_BURST         ticks
+//!   102 END_BURST           ticks
+//!   100 TRACE_END           u32 0xDEAD u32 0xDEAD        (no ticks)
+//! ```
+//!
+//! Class 0 is `java/lang/Object` (its own superclass), class 1 is `java/lang/Thread`; the
+//! reader hard-codes both. Object 0xFFFFFFFF means "static call".
+
+pub mod check;
+pub mod decode;
+pub mod encode;
+
+pub use decode::{DecodeError, Decoder};
+pub use encode::Encoder;
+
+pub const MAGIC: u8 = b'b';
+pub const VERSION: u32 = 8;
+pub const HEADER_LEN: usize = 45;
+/// Byte offset of `numberOfEvents` in the header; the three counts follow it.
+pub const COUNTS_OFFSET: u64 = 9;
+/// Byte offset of `ticksPerMicrosecond`.
+pub const TICKS_PER_US_OFFSET: u64 = 21;
+
+pub const CLASS_DEFINE: u8 = 4;
+pub const ARRAY_CLASS_DEFINED: u8 = 5;
+pub const THREAD_DEFINE: u8 = 10;
+pub const THREAD_START: u8 = 11;
+pub const THREAD_EXIT: u8 = 12;
+pub const OBJECT_DEFINED: u8 = 20;
+pub const OBJECT_CREATED: u8 = 21;
+pub const ARRAY_DEFINED: u8 = 22;
+pub const ARRAY_CREATED: u8 = 23;
+pub const OBJECT_RECLAIMED: u8 = 24;
+pub const METHOD_LEAVE: u8 = 31;
+pub const GC_START: u8 = 70;
+pub const GC_STOP: u8 = 71;
+pub const USER_EVENT: u8 = 78;
+pub const WIDE_METHOD_ENTER: u8 = 91;
+pub const TRACE_END: u8 = 100;
+pub const BEGIN_BURST: u8 = 101;
+pub const END_BURST: u8 = 102;
+pub const EXTENDED_EXTENSIVE_CLASS_LOAD: u8 = 110;
+
+/// The two words that follow TRACE_END.
+pub const TRACE_END_WORD: u32 = 0xDEAD;
+
+pub const CLASS_OBJECT: u16 = 0;
+pub const CLASS_THREAD: u16 = 1;
+pub const NO_OBJECT: u32 = 0xFFFF_FFFF;
+
+/// Platforms of the header; they decide the byte order of events.
+pub const PLATFORM_WIN32_X86: u32 = 11;
+pub const PLATFORM_AIX_PPC: u32 = 22;
+pub const PLATFORM_OS390: u32 = 33;
+pub const PLATFORM_LINUX_X86: u32 = 44;
+pub const PLATFORM_LINUX_390: u32 = 55;
+pub const PLATFORM_SOLARIS_SPARC: u32 = 66;
+
+/// Platform names accepted by the `platform=` option.
+pub const PLATFORM_NAMES: &[(&str, u32)] = &[
+    ("win32_x86", PLATFORM_WIN32_X86),
+    ("aix_ppc", PLATFORM_AIX_PPC),
+    ("os390", PLATFORM_OS390),
+    ("linux_x86", PLATFORM_LINUX_X86),
+    ("linux_390", PLATFORM_LINUX_390),
+    ("solaris_sparc", PLATFORM_SOLARIS_SPARC),
+];
+
+/// Byte order of the events after the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    Little,
+    Big,
+}
+
+impl Endian {
+    /// The event byte order of a platform, or None for a platform the reader does not know.
+    pub fn of_platform(platform: u32) -> Option<Endian> {
+        match platform {
+            PLATFORM_WIN32_X86 | PLATFORM_LINUX_X86 => Some(Endian::Little),
+            PLATFORM_AIX_PPC | PLATFORM_OS390 | PLATFORM_LINUX_390 | PLATFORM_SOLARIS_SPARC => {
+                Some(Endian::Big)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The platform this machine would report.
+pub fn native_platform() -> u32 {
+    if cfg!(target_arch = "s390x") {
+        PLATFORM_LINUX_390
+    } else {
+        PLATFORM_LINUX_X86
+    }
+}
+
+/// JinsightLive's own primitive array types (ARRAY_DEFINED.arrayType).
+pub fn array_type_of(descriptor: u8) -> Option<u8> {
+    Some(match descriptor {
+        b'I' => 1,
+        b'J' => 2,
+        b'F' => 3,
+        b'D' => 4,
+        b'Z' => 5,
+        b'B' => 6,
+        b'C' => 7,
+        b'S' => 8,
+        _ => return None,
+    })
+}
+
+/// Name of a JinsightLive primitive array type.
+pub fn array_type_name(array_type: u8) -> &'static str {
+    match array_type {
+        1 => "int_array",
+        2 => "long_array",
+        3 => "float_array",
+        4 => "double_array",
+        5 => "boolean_array",
+        6 => "byte_array",
+        7 => "char_array",
+        8 => "short_array",
+        _ => "unknown_array",
+    }
+}
+
+/// JVMPI's `is_array` value of OBJECT_ALLOC, written in ARRAY_CREATED.isArray.
+pub fn jvmpi_is_array(descriptor: Option<u8>) -> u8 {
+    match descriptor {
+        None => 2, // JVMPI_CLASS: an array of objects
+        Some(b'Z') => 4,
+        Some(b'C') => 5,
+        Some(b'F') => 6,
+        Some(b'D') => 7,
+        Some(b'B') => 8,
+        Some(b'S') => 9,
+        Some(b'I') => 10,
+        Some(b'J') => 11,
+        Some(_) => 0,
+    }
+}
+
+/// The fixed 45-byte file header.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    pub version: u32,
+    pub platform: u32,
+    pub number_of_events: u32,
+    pub max_threads: u32,
+    pub max_classes: u32,
+    pub ticks_per_microsecond: u32,
+    pub start_ticks: u64,
+    pub vm_start_time: u32,
+    pub connection_start_time: u32,
+    pub overhead: u32,
+}
+
+/// A method or field in a class load: name, signature, access flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemberDef {
+    pub name: String,
+    pub signature: String,
+    pub access: u16,
+}
+
+/// EXTENDED_EXTENSIVE_CLASS_LOAD.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassLoad {
+    pub ticks: u64,
+    pub class: u16,
+    pub size: u16,
+    pub name: String,
+    pub methods: Vec<MemberDef>,
+    pub fields: Vec<MemberDef>,
+    pub superclass: u16,
+    pub interfaces: Vec<u16>,
+}
+
+/// One JinsightLive event, as written and as read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    ClassDefine { ticks: u64, class: u16, class_object: u32 },
+    ClassLoad(Box<ClassLoad>),
+    MethodEnter { ticks: u64, thread: u32, class: u16, method: u16, object: u32, line: u16 },
+    MethodLeave { ticks: u64, overhead: u64, thread: u32 },
+    ObjectDefined { ticks: u64, object: u32, class: u16 },
+    ObjectCreated { ticks: u64, object: u32, class: u16, thread: u32 },
+    ObjectReclaimed { ticks: u64, object: u32 },
+    ArrayDefined { ticks: u64, array_type: u8, object: u32, size: u32 },
+    ArrayClassDefined { ticks: u64, object: u32, class: u16, size: u32 },
+    ArrayCreated { ticks: u64, is_array: u8, object: u32, size: u32, thread: u32 },
+    ThreadDefine { ticks: u64, thread: u32, object: u32, class: u16, name: String },
+    ThreadStart { ticks: u64, thread: u32 },
+    ThreadExit { ticks: u64, thread: u32 },
+    GcStart { ticks: u64 },
+    GcStop { ticks: u64 },
+    UserEvent { ticks: u64, message: String },
+    BeginBurst { ticks: u64 },
+    EndBurst { ticks: u64 },
+    TraceEnd { first: u32, second: u32 },
+}
+
+impl Event {
+    /// The event's code byte.
+    pub fn code(&self) -> u8 {
+        match self {
+            Event::ClassDefine { .. } => CLASS_DEFINE,
+            Event::ClassLoad(_) => EXTENDED_EXTENSIVE_CLASS_LOAD,
+            Event::MethodEnter { .. } => WIDE_METHOD_ENTER,
+            Event::MethodLeave { .. } => METHOD_LEAVE,
+            Event::ObjectDefined { .. } => OBJECT_DEFINED,
+            Event::ObjectCreated { .. } => OBJECT_CREATED,
+            Event::ObjectReclaimed { .. } => OBJECT_RECLAIMED,
+            Event::ArrayDefined { .. } => ARRAY_DEFINED,
+            Event::ArrayClassDefined { .. } => ARRAY_CLASS_DEFINED,
+            Event::ArrayCreated { .. } => ARRAY_CREATED,
+            Event::ThreadDefine { .. } => THREAD_DEFINE,
+            Event::ThreadStart { .. } => THREAD_START,
+            Event::ThreadExit { .. } => THREAD_EXIT,
+            Event::GcStart { .. } => GC_START,
+            Event::GcStop { .. } => GC_STOP,
+            Event::UserEvent { .. } => USER_EVENT,
+            Event::BeginBurst { .. } => BEGIN_BURST,
+            Event::EndBurst { .. } => END_BURST,
+            Event::TraceEnd { .. } => TRACE_END,
+        }
+    }
+
+    /// The event's name, as `jlive dump` prints it.
+    pub fn name(&self) -> &'static str {
+        code_name(self.code())
+    }
+
+    /// The event's ticks, when it has any.
+    pub fn ticks(&self) -> Option<u64> {
+        Some(match self {
+            Event::ClassDefine { ticks, .. }
+            | Event::MethodEnter { ticks, .. }
+            | Event::MethodLeave { ticks, .. }
+            | Event::ObjectDefined { ticks, .. }
+            | Event::ObjectCreated { ticks, .. }
+            | Event::ObjectReclaimed { ticks, .. }
+            | Event::ArrayDefined { ticks, .. }
+            | Event::ArrayClassDefined { ticks, .. }
+            | Event::ArrayCreated { ticks, .. }
+            | Event::ThreadDefine { ticks, .. }
+            | Event::ThreadStart { ticks, .. }
+            | Event::ThreadExit { ticks, .. }
+            | Event::GcStart { ticks }
+            | Event::GcStop { ticks }
+            | Event::UserEvent { ticks, .. }
+            | Event::BeginBurst { ticks }
+            | Event::EndBurst { ticks } => *ticks,
+            Event::ClassLoad(load) => load.ticks,
+            Event::TraceEnd { .. } => return None,
+        })
+    }
+
+    /// The thread an event happens on, for events that name one.
+    pub fn thread(&self) -> Option<u32> {
+        match self {
+            Event::MethodEnter { thread, .. }
+            | Event::MethodLeave { thread, .. }
+            | Event::ObjectCreated { thread, .. }
+            | Event::ArrayCreated { thread, .. }
+            | Event::ThreadStart { thread, .. }
+            | Event::ThreadExit { thread, .. } => Some(*thread),
+            _ => None,
+        }
+    }
+}
+
+/// Name of an event code (those jlive writes), or "UNKNOWN".
+pub fn code_name(code: u8) -> &'static str {
+    match code {
+        CLASS_DEFINE => "CLASS_DEFINE",
+        EXTENDED_EXTENSIVE_CLASS_LOAD => "CLASS_LOAD",
+        WIDE_METHOD_ENTER => "METHOD_ENTER",
+        METHOD_LEAVE => "METHOD_LEAVE",
+        OBJECT_DEFINED => "OBJECT_DEFINED",
+        OBJECT_CREATED => "OBJECT_CREATED",
+        OBJECT_RECLAIMED => "OBJECT_RECLAIMED",
+        ARRAY_DEFINED => "ARRAY_DEFINED",
+        ARRAY_CLASS_DEFINED => "ARRAY_CLASS_DEFINED",
+        ARRAY_CREATED => "ARRAY_CREATED",
+        THREAD_DEFINE => "THREAD_DEFINE",
+        THREAD_START => "THREAD_START",
+        THREAD_EXIT => "THREAD_EXIT",
+        GC_START => "GC_START",
+        GC_STOP => "GC_STOP",
+        USER_EVENT => "USER_EVENT",
+        BEGIN_BURST => "BEGIN_BURST",
+        END_BURST => "END_BURST",
+        TRACE_END => "TRACE_END",
+        _ => "UNKNOWN",
+    }
+}

@@ -1,0 +1,501 @@
+//! Where raw records become JinsightLive events.
+//!
+//! The session owns the file's identity tables: linear class IDs (0 = java/lang/Object,
+//! 1 = java/lang/Thread, then 2.. in the order first needed, each defined after its superclass
+//! and interfaces), linear thread IDs from 1, and which objects are defined in this file. It
+//! keeps a frame stack per thread so that METHOD_LEAVE carries the overhead of its entry and
+//! exit, so excluded methods leave no trace, and so a burst never leaves a frame it did not enter.
+
+use crate::filter::ClassFilter;
+use crate::jinsight::{self, ClassLoad, Encoder, Event, MemberDef};
+use crate::record::*;
+use std::collections::HashMap;
+use std::io::{self, Seek, Write};
+use std::sync::Arc;
+
+/// Highest class ID; 0xFFFF is the reader's null class.
+const MAX_CLASS_ID: u32 = 0xFFFE;
+
+/// What the session needs to know besides the records.
+#[derive(Clone, Debug, Default)]
+pub struct SessionConfig {
+    pub filter: ClassFilter,
+    /// `methods=entry`: exits are not recorded, so no frames are kept.
+    pub entries_only: bool,
+}
+
+/// Counts the session keeps for `status`, the log and the tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionCounts {
+    pub records: u64,
+    pub classes: u32,
+    pub threads: u32,
+    pub bursts: u32,
+    /// Method records whose method the registry did not know.
+    pub unknown_methods: u64,
+    /// Classes past the 65535 limit, not traced.
+    pub classes_over_limit: u32,
+    /// Records that arrived outside a burst (none are expected).
+    pub outside_burst: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    traced: bool,
+    overhead: u32,
+}
+
+#[derive(Default)]
+struct ThreadState {
+    id: Option<u32>,
+    frames: Vec<Frame>,
+}
+
+#[derive(Clone, Copy)]
+struct ClassSlot {
+    /// None while being defined, when over the limit, or when the class is unknown.
+    id: Option<u16>,
+    traced: bool,
+}
+
+/// Turns batches into events on one encoder.
+pub struct Session<W: Write + Seek> {
+    encoder: Encoder<W>,
+    symbols: Arc<dyn Symbols>,
+    config: SessionConfig,
+    classes: HashMap<ClassKey, ClassSlot>,
+    methods: HashMap<MethodKey, Option<(u16, u16)>>,
+    threads: HashMap<ThreadKey, ThreadState>,
+    /// Class key of each object this file defined, by object ID (0 = not defined).
+    objects: Vec<ClassKey>,
+    next_class: u32,
+    next_thread: u32,
+    in_burst: bool,
+    last_ticks: u64,
+    counts: SessionCounts,
+    warnings: Vec<String>,
+}
+
+impl<W: Write + Seek> Session<W> {
+    pub fn new(encoder: Encoder<W>, symbols: Arc<dyn Symbols>, config: SessionConfig) -> Self {
+        Session {
+            encoder,
+            symbols,
+            config,
+            classes: HashMap::new(),
+            methods: HashMap::new(),
+            threads: HashMap::new(),
+            objects: Vec::new(),
+            next_class: 2,
+            next_thread: 1,
+            in_burst: false,
+            last_ticks: 0,
+            counts: SessionCounts::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn counts(&self) -> &SessionCounts {
+        &self.counts
+    }
+
+    pub fn events(&self) -> u64 {
+        self.encoder.events()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.encoder.bytes()
+    }
+
+    /// Messages for the agent's log, taken once.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.encoder.flush()
+    }
+
+    /// Opens a burst. Frames already open on any thread will not be left inside it.
+    pub fn begin_burst(&mut self, ticks: u64) -> io::Result<()> {
+        if self.in_burst {
+            return Ok(());
+        }
+        self.in_burst = true;
+        self.counts.bursts += 1;
+        self.tick(ticks);
+        self.emit(Event::BeginBurst { ticks })?;
+        for state in self.threads.values_mut() {
+            for frame in &mut state.frames {
+                frame.traced = false;
+            }
+        }
+        self.define_reserved_classes(ticks)
+    }
+
+    pub fn end_burst(&mut self, ticks: u64) -> io::Result<()> {
+        if !self.in_burst {
+            return Ok(());
+        }
+        self.tick(ticks);
+        self.in_burst = false;
+        self.emit(Event::EndBurst {
+            ticks: self.last_ticks,
+        })
+    }
+
+    /// Ends any open burst, writes TraceEnd and patches the header. Returns the output with
+    /// the number of events (TraceEnd excluded) and bytes in the file.
+    pub fn finish(mut self, ticks_per_microsecond: Option<u32>) -> io::Result<(W, u64, u64)> {
+        let last = self.last_ticks;
+        self.end_burst(last)?;
+        let threads = self.next_thread - 1;
+        let classes = self.next_class;
+        let events = self.encoder.events();
+        let bytes = self.encoder.bytes() + 9;
+        let out = self.encoder.finish(threads, classes, ticks_per_microsecond)?;
+        Ok((out, events, bytes))
+    }
+
+    /// Writes one thread's batch.
+    pub fn batch(&mut self, batch: &Batch) -> io::Result<()> {
+        self.counts.records += batch.records.len() as u64;
+        if !self.in_burst {
+            self.counts.outside_burst += batch.records.len() as u64;
+            return Ok(());
+        }
+        for record in &batch.records {
+            self.record(batch.thread, record)?;
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, ticks: u64) {
+        self.last_ticks = self.last_ticks.max(ticks);
+    }
+
+    fn emit(&mut self, event: Event) -> io::Result<()> {
+        self.encoder.write(&event)
+    }
+
+    fn record(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        self.tick(r.ticks);
+        match r.kind {
+            RecordKind::MethodEntry => self.method_entry(thread, r),
+            RecordKind::MethodExit => self.method_exit(thread, r),
+            RecordKind::ThreadStart => {
+                let id = self.thread_id(thread, r.ticks)?;
+                self.emit(Event::ThreadStart { ticks: r.ticks, thread: id })
+            }
+            RecordKind::ThreadEnd => {
+                let state = self.threads.entry(thread).or_default();
+                state.frames = Vec::new();
+                match state.id {
+                    Some(id) => self.emit(Event::ThreadExit { ticks: r.ticks, thread: id }),
+                    None => Ok(()),
+                }
+            }
+            RecordKind::GcStart => self.emit(Event::GcStart { ticks: r.ticks }),
+            RecordKind::GcFinish => self.emit(Event::GcStop { ticks: r.ticks }),
+            RecordKind::ObjectAlloc => self.object_alloc(thread, r),
+            RecordKind::ObjectSeen => self.define_object(r.arg, r.key as ClassKey, r.extra, r.ticks),
+            RecordKind::ObjectFree => self.object_free(r),
+            RecordKind::None => Ok(()),
+        }
+    }
+
+    fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        let target = self.method(r.key, r.ticks)?;
+        if !self.config.entries_only {
+            let frames = &mut self.threads.entry(thread).or_default().frames;
+            frames.push(Frame {
+                traced: target.is_some(),
+                overhead: r.extra,
+            });
+        }
+        let Some((class, method)) = target else {
+            return Ok(());
+        };
+        let id = self.thread_id(thread, r.ticks)?;
+        let object = if r.arg != NO_OBJECT && self.object_defined(r.arg) {
+            r.arg
+        } else {
+            NO_OBJECT
+        };
+        self.emit(Event::MethodEnter {
+            ticks: r.ticks,
+            thread: id,
+            class,
+            method,
+            object,
+            line: 0,
+        })
+    }
+
+    fn method_exit(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        let state = self.threads.entry(thread).or_default();
+        let Some(frame) = state.frames.pop() else {
+            return Ok(()); // entered before tracing began
+        };
+        match (frame.traced, state.id) {
+            (true, Some(id)) => self.emit(Event::MethodLeave {
+                ticks: r.ticks,
+                overhead: u64::from(frame.overhead) + u64::from(r.extra),
+                thread: id,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The class and method IDs of a method, defining its class if needed; None when the
+    /// method is unknown, its class excluded or past the class limit.
+    fn method(&mut self, key: MethodKey, ticks: u64) -> io::Result<Option<(u16, u16)>> {
+        if let Some(&cached) = self.methods.get(&key) {
+            return Ok(cached);
+        }
+        let resolved = match self.symbols.method(key) {
+            None => {
+                self.counts.unknown_methods += 1;
+                None
+            }
+            Some(m) => {
+                let slot = self.class_slot(m.class, ticks)?;
+                match slot {
+                    Some(ClassSlot { id: Some(id), traced: true }) => Some((id, m.index)),
+                    _ => None,
+                }
+            }
+        };
+        self.methods.insert(key, resolved);
+        Ok(resolved)
+    }
+
+    fn class_id(&mut self, key: ClassKey, ticks: u64) -> io::Result<Option<u16>> {
+        Ok(self.class_slot(key, ticks)?.and_then(|s| s.id))
+    }
+
+    /// Defines a class (after its superclass and interfaces) the first time it is needed.
+    fn class_slot(&mut self, key: ClassKey, ticks: u64) -> io::Result<Option<ClassSlot>> {
+        if let Some(&slot) = self.classes.get(&key) {
+            return Ok(Some(slot));
+        }
+        let Some(info) = self.symbols.class(key) else {
+            return Ok(None);
+        };
+        let traced = self.config.filter.traces(&info.name);
+        // Marked before recursing so that a cyclic description cannot loop.
+        self.classes.insert(key, ClassSlot { id: None, traced });
+        let superclass = match info.superclass {
+            Some(k) => self.class_id(k, ticks)?.unwrap_or(jinsight::CLASS_OBJECT),
+            None => jinsight::CLASS_OBJECT,
+        };
+        let mut interfaces = Vec::with_capacity(info.interfaces.len());
+        for &k in &info.interfaces {
+            if let Some(id) = self.class_id(k, ticks)? {
+                interfaces.push(id);
+            }
+        }
+        let Some(id) = self.assign_class_id(&info.name, ticks)? else {
+            return Ok(Some(ClassSlot { id: None, traced }));
+        };
+        let superclass = if id == jinsight::CLASS_OBJECT { id } else { superclass };
+        self.write_class(id, &info, superclass, interfaces, ticks)?;
+        let slot = ClassSlot { id: Some(id), traced };
+        self.classes.insert(key, slot);
+        Ok(Some(slot))
+    }
+
+    fn assign_class_id(&mut self, name: &str, ticks: u64) -> io::Result<Option<u16>> {
+        let reserved = match name {
+            "java/lang/Object" => Some(jinsight::CLASS_OBJECT),
+            "java/lang/Thread" => Some(jinsight::CLASS_THREAD),
+            _ => None,
+        };
+        if let Some(id) = reserved {
+            if !self.classes.values().any(|s| s.id == Some(id)) {
+                return Ok(Some(id));
+            }
+        }
+        if self.next_class > MAX_CLASS_ID {
+            self.counts.classes_over_limit += 1;
+            if self.counts.classes_over_limit == 1 {
+                let text = format!(
+                    "more than {} classes: further classes are not traced",
+                    MAX_CLASS_ID + 1
+                );
+                self.warnings.push(text.clone());
+                self.emit(Event::UserEvent { ticks, message: format!("jlive: {}", text) })?;
+            }
+            return Ok(None);
+        }
+        let id = self.next_class as u16;
+        self.next_class += 1;
+        Ok(Some(id))
+    }
+
+    fn write_class(
+        &mut self,
+        id: u16,
+        info: &ClassInfo,
+        superclass: u16,
+        interfaces: Vec<u16>,
+        ticks: u64,
+    ) -> io::Result<()> {
+        self.counts.classes += 1;
+        let members = |list: &[Member]| {
+            list.iter()
+                .map(|m| MemberDef {
+                    name: m.name.clone(),
+                    signature: m.signature.clone(),
+                    access: m.access,
+                })
+                .collect()
+        };
+        self.emit(Event::ClassDefine {
+            ticks,
+            class: id,
+            class_object: 0,
+        })?;
+        self.emit(Event::ClassLoad(Box::new(ClassLoad {
+            ticks,
+            class: id,
+            size: 0,
+            name: info.name.clone(),
+            methods: members(&info.methods),
+            fields: members(&info.fields),
+            superclass,
+            interfaces,
+        })))
+    }
+
+    /// Object and Thread take IDs 0 and 1 in every file, whatever the registry knows.
+    fn define_reserved_classes(&mut self, ticks: u64) -> io::Result<()> {
+        for (name, id) in [
+            ("java/lang/Object", jinsight::CLASS_OBJECT),
+            ("java/lang/Thread", jinsight::CLASS_THREAD),
+        ] {
+            if self.classes.values().any(|s| s.id == Some(id)) {
+                continue;
+            }
+            match self.symbols.class_by_name(name) {
+                Some(key) => {
+                    self.class_slot(key, ticks)?;
+                }
+                None => {
+                    let info = ClassInfo {
+                        name: name.to_string(),
+                        ..ClassInfo::default()
+                    };
+                    self.write_class(id, &info, jinsight::CLASS_OBJECT, Vec::new(), ticks)?;
+                    self.classes.insert(u32::MAX - u32::from(id), ClassSlot { id: Some(id), traced: true });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The JinsightLive ID of a thread, written as THREAD_DEFINE the first time.
+    fn thread_id(&mut self, key: ThreadKey, ticks: u64) -> io::Result<u32> {
+        if let Some(id) = self.threads.get(&key).and_then(|s| s.id) {
+            return Ok(id);
+        }
+        let id = self.next_thread;
+        self.next_thread += 1;
+        self.counts.threads += 1;
+        self.threads.entry(key).or_default().id = Some(id);
+        let name = self
+            .symbols
+            .thread(key)
+            .map(|t| t.name)
+            .unwrap_or_else(|| format!("thread-{}", key));
+        self.emit(Event::ThreadDefine {
+            ticks,
+            thread: id,
+            object: 0,
+            class: jinsight::CLASS_THREAD,
+            name,
+        })?;
+        Ok(id)
+    }
+
+    fn object_defined(&self, object: u32) -> bool {
+        self.objects.get(object as usize).is_some_and(|&c| c != 0)
+    }
+
+    /// OBJECT_DEFINED, ARRAY_DEFINED or ARRAY_CLASS_DEFINED for an object new to this file.
+    fn define_object(&mut self, object: u32, class: ClassKey, length: u32, ticks: u64) -> io::Result<()> {
+        if object == NO_OBJECT || object == 0 || self.object_defined(object) {
+            return Ok(());
+        }
+        let Some(info) = self.symbols.class(class) else {
+            return Ok(());
+        };
+        let Some(class_id) = self.class_id(class, ticks)? else {
+            return Ok(());
+        };
+        let size = if length == NOT_ARRAY { 0 } else { length };
+        let event = match info.array {
+            None => Event::ObjectDefined { ticks, object, class: class_id },
+            Some(ArrayKind::Primitive(d)) => Event::ArrayDefined {
+                ticks,
+                array_type: jinsight::array_type_of(d).unwrap_or(1),
+                object,
+                size,
+            },
+            Some(ArrayKind::Objects(element)) => {
+                let element = self.class_id(element, ticks)?.unwrap_or(jinsight::CLASS_OBJECT);
+                Event::ArrayClassDefined { ticks, object, class: element, size }
+            }
+        };
+        self.emit(event)?;
+        let slot = object as usize;
+        if self.objects.len() <= slot {
+            self.objects.resize(slot + 1, 0);
+        }
+        self.objects[slot] = class;
+        Ok(())
+    }
+
+    fn object_alloc(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        let class = r.key as ClassKey;
+        self.define_object(r.arg, class, r.extra, r.ticks)?;
+        if !self.object_defined(r.arg) {
+            return Ok(());
+        }
+        let Some(info) = self.symbols.class(class) else {
+            return Ok(());
+        };
+        let tid = self.thread_id(thread, r.ticks)?;
+        let size = if r.extra == NOT_ARRAY { 0 } else { r.extra };
+        let event = match info.array {
+            None => Event::ObjectCreated {
+                ticks: r.ticks,
+                object: r.arg,
+                class: self.class_id(class, r.ticks)?.unwrap_or(jinsight::CLASS_OBJECT),
+                thread: tid,
+            },
+            Some(kind) => Event::ArrayCreated {
+                ticks: r.ticks,
+                is_array: jinsight::jvmpi_is_array(match kind {
+                    ArrayKind::Primitive(d) => Some(d),
+                    ArrayKind::Objects(_) => None,
+                }),
+                object: r.arg,
+                size,
+                thread: tid,
+            },
+        };
+        self.emit(event)
+    }
+
+    fn object_free(&mut self, r: &Record) -> io::Result<()> {
+        if !self.object_defined(r.arg) {
+            return Ok(());
+        }
+        self.objects[r.arg as usize] = 0;
+        self.emit(Event::ObjectReclaimed {
+            ticks: r.ticks,
+            object: r.arg,
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! Summaries of a decoded JinsightLive trace: names resolved, events by type, per-thread
+//! counts, and the top methods by calls and by self time. `jlive dump`, `jlive stats` and the
+//! tests read traces through [`Trace`].
+
+use crate::jinsight::{self, ClassLoad, DecodeError, Event, Header};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+/// A decoded trace with its names indexed.
+pub struct Trace {
+    pub header: Header,
+    pub events: Vec<(usize, Event)>,
+    pub classes: HashMap<u16, ClassLoad>,
+    pub threads: HashMap<u32, String>,
+}
+
+impl Trace {
+    /// Decodes a whole file; fails at the first undecodable event.
+    pub fn decode(data: &[u8]) -> Result<Trace, DecodeError> {
+        let (header, events) = jinsight::decode::decode_all(data)?;
+        let mut classes = HashMap::new();
+        let mut threads = HashMap::new();
+        for (_, e) in &events {
+            match e {
+                Event::ClassLoad(load) => {
+                    classes.insert(load.class, (**load).clone());
+                }
+                Event::ThreadDefine { thread, name, .. } => {
+                    threads.insert(*thread, name.clone());
+                }
+                _ => {}
+            }
+        }
+        Ok(Trace {
+            header,
+            events,
+            classes,
+            threads,
+        })
+    }
+
+    /// `pkg/Class` of a class ID.
+    pub fn class_name(&self, class: u16) -> String {
+        self.classes
+            .get(&class)
+            .map(|c| c.name.clone())
+            .unwrap_or_else(|| format!("class#{}", class))
+    }
+
+    /// `pkg/Class.method` of a method.
+    pub fn method_name(&self, class: u16, method: u16) -> String {
+        let m = self
+            .classes
+            .get(&class)
+            .and_then(|c| c.methods.get(usize::from(method)));
+        match m {
+            Some(m) => format!("{}.{}", self.class_name(class), m.name),
+            None => format!("{}.method#{}", self.class_name(class), method),
+        }
+    }
+
+    /// Name of a thread ID.
+    pub fn thread_name(&self, thread: u32) -> String {
+        self.threads
+            .get(&thread)
+            .cloned()
+            .unwrap_or_else(|| format!("thread#{}", thread))
+    }
+
+    /// Thread IDs whose name is `name`.
+    pub fn threads_named(&self, name: &str) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .threads
+            .iter()
+            .filter(|(_, n)| n.as_str() == name)
+            .map(|(&t, _)| t)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// One line describing an event, names resolved (the `jlive dump` format).
+    pub fn describe(&self, event: &Event) -> String {
+        let ticks = event.ticks().map(|t| t.to_string()).unwrap_or_default();
+        let what = match event {
+            Event::ClassDefine { class, .. } => format!("class={}", class),
+            Event::ClassLoad(c) => format!(
+                "class={} name={} methods={} fields={} super={} interfaces={:?}",
+                c.class,
+                c.name,
+                c.methods.len(),
+                c.fields.len(),
+                c.superclass,
+                c.interfaces
+            ),
+            Event::MethodEnter { thread, class, method, object, .. } => {
+                let obj = if *object == jinsight::NO_OBJECT { "static".to_string() } else { format!("object={}", object) };
+                format!("thread={} {} {}", thread, self.method_name(*class, *method), obj)
+            }
+            Event::MethodLeave { thread, overhead, .. } => format!("thread={} overhead={}", thread, overhead),
+            Event::ObjectDefined { object, class, .. } => format!("object={} class={}", object, self.class_name(*class)),
+            Event::ObjectCreated { object, class, thread, .. } => {
+                format!("object={} class={} thread={}", object, self.class_name(*class), thread)
+            }
+            Event::ObjectReclaimed { object, .. } => format!("object={}", object),
+            Event::ArrayDefined { array_type, object, size, .. } => {
+                format!("object={} type={} size={}", object, jinsight::array_type_name(*array_type), size)
+            }
+            Event::ArrayClassDefined { object, class, size, .. } => {
+                format!("object={} element={} size={}", object, self.class_name(*class), size)
+            }
+            Event::ArrayCreated { object, size, thread, is_array, .. } => {
+                format!("object={} size={} thread={} isArray={}", object, size, thread, is_array)
+            }
+            Event::ThreadDefine { thread, name, .. } => format!("thread={} name={:?}", thread, name),
+            Event::ThreadStart { thread, .. } | Event::ThreadExit { thread, .. } => {
+                format!("thread={} ({})", thread, self.thread_name(*thread))
+            }
+            Event::UserEvent { message, .. } => format!("{:?}", message),
+            Event::TraceEnd { first, second } => format!("{:#x} {:#x}", first, second),
+            _ => String::new(),
+        };
+        format!("{} {} {}", ticks, event.name(), what).trim_end().to_string()
+    }
+}
+
+/// Calls and time of one method.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MethodStats {
+    pub name: String,
+    pub calls: u64,
+    pub self_ticks: u64,
+}
+
+/// What `jlive stats` prints.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub by_type: BTreeMap<&'static str, u64>,
+    /// (thread ID, name, method entries)
+    pub threads: Vec<(u32, String, u64)>,
+    pub methods: Vec<MethodStats>,
+    pub bursts: u64,
+    pub ticks_per_microsecond: u32,
+}
+
+struct Open {
+    key: (u16, u16),
+    entered: u64,
+    children: u64,
+}
+
+impl Stats {
+    pub fn of(trace: &Trace) -> Stats {
+        let mut stats = Stats {
+            ticks_per_microsecond: trace.header.ticks_per_microsecond,
+            ..Stats::default()
+        };
+        let mut entries: HashMap<u32, u64> = HashMap::new();
+        let mut methods: HashMap<(u16, u16), (u64, u64)> = HashMap::new();
+        let mut stacks: HashMap<u32, Vec<Open>> = HashMap::new();
+        for (_, e) in &trace.events {
+            *stats.by_type.entry(e.name()).or_insert(0) += 1;
+            match e {
+                Event::BeginBurst { .. } => {
+                    stats.bursts += 1;
+                    stacks.clear();
+                }
+                Event::MethodEnter { ticks, thread, class, method, .. } => {
+                    *entries.entry(*thread).or_insert(0) += 1;
+                    methods.entry((*class, *method)).or_insert((0, 0)).0 += 1;
+                    stacks.entry(*thread).or_default().push(Open { key: (*class, *method), entered: *ticks, children: 0 });
+                }
+                Event::MethodLeave { ticks, thread, .. } => {
+                    let stack = stacks.entry(*thread).or_default();
+                    if let Some(open) = stack.pop() {
+                        let total = ticks.saturating_sub(open.entered);
+                        methods.entry(open.key).or_insert((0, 0)).1 += total.saturating_sub(open.children);
+                        if let Some(parent) = stack.last_mut() {
+                            parent.children += total;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut threads: Vec<(u32, String, u64)> = trace
+            .threads
+            .iter()
+            .map(|(&t, n)| (t, n.clone(), entries.get(&t).copied().unwrap_or(0)))
+            .collect();
+        threads.sort();
+        stats.threads = threads;
+        stats.methods = methods
+            .into_iter()
+            .map(|((c, m), (calls, self_ticks))| MethodStats { name: trace.method_name(c, m), calls, self_ticks })
+            .collect();
+        stats
+    }
+
+    /// Total method entries.
+    pub fn calls(&self) -> u64 {
+        self.by_type.get("METHOD_ENTER").copied().unwrap_or(0)
+    }
+
+    /// The human report, with `top` methods in each ranking.
+    pub fn report(&self, top: usize) -> String {
+        let mut out = String::new();
+        let total: u64 = self.by_type.values().sum();
+        let _ = writeln!(out, "events: {}   bursts: {}   ticks/us: {}", total, self.bursts, self.ticks_per_microsecond);
+        let _ = writeln!(out, "\nevents by type:");
+        for (name, n) in &self.by_type {
+            let _ = writeln!(out, "  {:<20} {:>12}", name, n);
+        }
+        let _ = writeln!(out, "\nthreads: {}", self.threads.len());
+        for (id, name, calls) in &self.threads {
+            let _ = writeln!(out, "  {:>4} {:<40} {:>12} calls", id, name, calls);
+        }
+        let tpu = f64::from(self.ticks_per_microsecond.max(1));
+        let mut by_calls = self.methods.clone();
+        by_calls.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.name.cmp(&b.name)));
+        let _ = writeln!(out, "\ntop methods by calls:");
+        for m in by_calls.iter().take(top) {
+            let _ = writeln!(out, "  {:>12}  {}", m.calls, m.name);
+        }
+        let mut by_self = self.methods.clone();
+        by_self.sort_by(|a, b| b.self_ticks.cmp(&a.self_ticks).then(a.name.cmp(&b.name)));
+        let _ = writeln!(out, "\ntop methods by self time:");
+        for m in by_self.iter().take(top) {
+            let _ = writeln!(out, "  {:>12.3} ms  {:>10} calls  {}", m.self_ticks as f64 / tpu / 1000.0, m.calls, m.name);
+        }
+        out
+    }
+}

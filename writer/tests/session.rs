@@ -1,0 +1,233 @@
+//! The session and the JinsightLive encoder, decoder and checker, without a JVM: records in,
+//! a file out, decoded and checked against the numbers the records imply.
+
+use jlive_writer::filter::ClassFilter;
+use jlive_writer::jinsight::{self, check::check, Encoder, Event, Header};
+use jlive_writer::record::*;
+use jlive_writer::session::{Session, SessionConfig};
+use jlive_writer::stats::{Stats, Trace};
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::sync::Arc;
+
+/// A registry of four classes: Object(1), Thread(2), Runnable(3), app/Fib(4) and int[](5).
+struct Fixture;
+
+fn member(name: &str, sig: &str) -> Member {
+    Member { name: name.into(), signature: sig.into(), access: 9 }
+}
+
+impl Symbols for Fixture {
+    fn method(&self, key: MethodKey) -> Option<MethodRef> {
+        match key {
+            100 => Some(MethodRef { class: 4, index: 0 }),
+            101 => Some(MethodRef { class: 4, index: 1 }),
+            _ => None,
+        }
+    }
+    fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
+        let c = match key {
+            1 => ClassInfo { name: "java/lang/Object".into(), ..Default::default() },
+            2 => ClassInfo {
+                name: "java/lang/Thread".into(),
+                superclass: Some(1),
+                interfaces: vec![3],
+                methods: vec![member("run", "()V")],
+                ..Default::default()
+            },
+            3 => ClassInfo { name: "java/lang/Runnable".into(), ..Default::default() },
+            4 => ClassInfo {
+                name: "app/Fib".into(),
+                superclass: Some(1),
+                methods: vec![member("main", "([Ljava/lang/String;)V"), member("fib", "(I)I")],
+                fields: vec![member("calls", "I")],
+                ..Default::default()
+            },
+            5 => ClassInfo { name: "[I".into(), superclass: Some(1), array: Some(ArrayKind::Primitive(b'I')), ..Default::default() },
+            _ => return None,
+        };
+        Some(Arc::new(c))
+    }
+    fn class_by_name(&self, name: &str) -> Option<ClassKey> {
+        match name {
+            "java/lang/Object" => Some(1),
+            "java/lang/Thread" => Some(2),
+            _ => None,
+        }
+    }
+    fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
+        Some(ThreadInfo { name: format!("worker-{}", key) })
+    }
+}
+
+fn header(platform: u32) -> Header {
+    Header { version: 8, platform, ticks_per_microsecond: 1000, max_threads: 256, ..Default::default() }
+}
+
+fn entry(t: u64, m: u64) -> Record {
+    Record::new(RecordKind::MethodEntry, t, m, NO_OBJECT, 3)
+}
+fn exit(t: u64, m: u64) -> Record {
+    Record::new(RecordKind::MethodExit, t, m, 0, 4)
+}
+
+/// fib(n) as records: calls = fib-calls(n).
+fn fib_records(n: u32, t: &mut u64, out: &mut Vec<Record>) {
+    *t += 1;
+    out.push(entry(*t, 101));
+    if n >= 2 {
+        fib_records(n - 1, t, out);
+        fib_records(n - 2, t, out);
+    }
+    *t += 1;
+    out.push(exit(*t, 101));
+}
+
+fn write(platform: u32, config: SessionConfig, batches: Vec<Batch>) -> Vec<u8> {
+    let enc = Encoder::new(Cursor::new(Vec::new()), &header(platform)).unwrap();
+    let mut s = Session::new(enc, Arc::new(Fixture), config);
+    s.begin_burst(1).unwrap();
+    for b in &batches {
+        s.batch(b).unwrap();
+    }
+    s.end_burst(1_000_000).unwrap();
+    let (out, _, _) = s.finish(Some(2500)).unwrap();
+    out.into_inner()
+}
+
+fn fib_trace(platform: u32) -> Vec<u8> {
+    let mut records = vec![Record::new(RecordKind::ThreadStart, 2, 0, 0, 0), exit(3, 100)];
+    let mut t = 10;
+    fib_records(10, &mut t, &mut records);
+    write(platform, SessionConfig::default(), vec![Batch { thread: 7, records }])
+}
+
+#[test]
+fn fib_round_trip_counts_and_checks() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let summary = check(&data).expect("trace checks");
+    assert_eq!(summary.bursts, 1);
+    let trace = Trace::decode(&data).unwrap();
+    assert_eq!(trace.header.ticks_per_microsecond, 2500, "patched at close");
+    let stats = Stats::of(&trace);
+    // fib(10) makes 177 calls; the stray exit of a frame entered before the burst is not written.
+    assert_eq!(stats.by_type["METHOD_ENTER"], 177);
+    assert_eq!(stats.by_type["METHOD_LEAVE"], 177);
+    assert_eq!(trace.class_name(0), "java/lang/Object");
+    assert_eq!(trace.class_name(1), "java/lang/Thread");
+    let fib = stats.methods.iter().find(|m| m.name == "app/Fib.fib").unwrap();
+    assert_eq!(fib.calls, 177);
+    assert_eq!(trace.threads_named("worker-7").len(), 1);
+    assert_eq!(trace.header.number_of_events as usize, trace.events.len() - 1);
+    for (_, e) in &trace.events {
+        if let Event::MethodLeave { overhead, .. } = e {
+            assert_eq!(*overhead, 7, "entry + exit overhead");
+        }
+    }
+}
+
+#[test]
+fn big_endian_platform_writes_big_endian_events() {
+    let le = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let be = fib_trace(jinsight::PLATFORM_LINUX_390);
+    check(&be).expect("big-endian trace checks");
+    // BEGIN_BURST at offset 45 carries ticks = 1 in the platform's byte order.
+    assert_eq!(le[45], jinsight::BEGIN_BURST);
+    assert_eq!(&le[46..54], &1u64.to_le_bytes());
+    assert_eq!(&be[46..54], &1u64.to_be_bytes());
+    // The header stays little-endian.
+    assert_eq!(&be[5..9], &55u32.to_le_bytes());
+    let (a, b) = (Trace::decode(&le).unwrap(), Trace::decode(&be).unwrap());
+    let strip = |t: &Trace| t.events.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>();
+    assert_eq!(strip(&a), strip(&b));
+}
+
+#[test]
+fn classes_defined_after_superclass_and_interfaces() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let trace = Trace::decode(&data).unwrap();
+    let order: Vec<String> = trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e { Event::ClassLoad(c) => Some(c.name.clone()), _ => None })
+        .collect();
+    assert_eq!(order, ["java/lang/Object", "java/lang/Runnable", "java/lang/Thread", "app/Fib"]);
+    let object = trace.classes.get(&0).unwrap();
+    assert_eq!(object.superclass, 0, "Object names itself");
+}
+
+#[test]
+fn exclude_filter_drops_entries_and_their_leaves() {
+    let mut records = Vec::new();
+    let mut t = 10;
+    fib_records(5, &mut t, &mut records);
+    let config = SessionConfig { filter: ClassFilter::new(&[], &["app.*".into()]), entries_only: false };
+    let data = write(jinsight::PLATFORM_LINUX_X86, config, vec![Batch { thread: 1, records }]);
+    check(&data).unwrap();
+    let stats = Stats::of(&Trace::decode(&data).unwrap());
+    assert_eq!(stats.calls(), 0);
+    assert_eq!(stats.by_type.get("METHOD_LEAVE"), None);
+}
+
+#[test]
+fn allocations_define_then_create() {
+    let records = vec![
+        Record::new(RecordKind::ObjectAlloc, 5, 4, 1, NOT_ARRAY),
+        Record::new(RecordKind::ObjectAlloc, 6, 5, 2, 17),
+        Record::new(RecordKind::ObjectFree, 7, 0, 1, 0),
+    ];
+    let data = write(jinsight::PLATFORM_LINUX_X86, SessionConfig::default(), vec![Batch { thread: 1, records }]);
+    check(&data).unwrap();
+    let trace = Trace::decode(&data).unwrap();
+    let mut by: HashMap<&str, u32> = HashMap::new();
+    for (_, e) in &trace.events {
+        *by.entry(e.name()).or_default() += 1;
+        if let Event::ArrayDefined { array_type, size, .. } = e {
+            assert_eq!((*array_type, *size), (1, 17));
+        }
+    }
+    assert_eq!(by["OBJECT_DEFINED"], 1);
+    assert_eq!(by["OBJECT_CREATED"], 1);
+    assert_eq!(by["ARRAY_DEFINED"], 1);
+    assert_eq!(by["ARRAY_CREATED"], 1);
+    assert_eq!(by["OBJECT_RECLAIMED"], 1);
+}
+
+#[test]
+fn check_rejects_truncation_flipped_codes_and_empty_files() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    assert_eq!(check(&[]).unwrap_err().offset, 0);
+    let cut = &data[..data.len() - 20];
+    assert!(check(cut).is_err());
+    for len in [1, 30, 45, 46, 100, data.len() - 1] {
+        assert!(check(&data[..len]).is_err(), "cut at {}", len);
+    }
+    // Flip the code of the first METHOD_ENTER into an unknown code.
+    let trace = Trace::decode(&data).unwrap();
+    let (at, _) = trace.events.iter().find(|(_, e)| matches!(e, Event::MethodEnter { .. })).unwrap();
+    let mut bad = data.clone();
+    bad[*at] = 0xEE;
+    let err = check(&bad).unwrap_err();
+    assert_eq!(err.offset, *at);
+    // Turn an entry into a leave: unbalanced.
+    let mut bad = data.clone();
+    bad[*at] = jinsight::METHOD_LEAVE;
+    assert!(check(&bad).is_err());
+}
+
+#[test]
+fn decoder_never_panics_on_garbage() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let mut seed = 0x1234_5678_u64;
+    for round in 0..3000 {
+        let mut bad = data.clone();
+        for _ in 0..(1 + round % 5) {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let i = (seed >> 33) as usize % bad.len();
+            bad[i] = (seed >> 13) as u8;
+        }
+        let cut = (seed >> 40) as usize % (bad.len() + 1);
+        let _ = check(&bad[..cut]);
+        let _ = Trace::decode(&bad);
+    }
+}
