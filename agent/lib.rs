@@ -1,1 +1,25 @@
+//! libjlive.so: the in-process side of jlive.
+//!
+//! A JVMTI event becomes a trace record like this:
+//! - `entry.rs`: Agent_OnLoad / JVM_OnLoad / Agent_OnUnload, the only exported symbols.
+//! - `options.rs`: the option string; `profiler.rs`: load, VM init, close.
+//! - `capture/`: how method entries and exits are seen (`events.rs`: JVMTI MethodEntry/Exit).
+//! - `callbacks.rs`: every other JVMTI event (threads, classes, GC, allocations, frees).
+//! - `classes.rs` + `registry.rs`: JVM classes, methods and threads as keys the writer resolves.
+//! - `buffer.rs`: per-thread lock-free buffers and the hub that sends batches to the writer.
+//! - `clock.rs`: the tick counter; `log.rs`: the agent's own messages.
+//! - `ffi/`: the thin unsafe layer over JVMTI and JNI.
+//!
+//! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate.
 
+pub mod buffer;
+pub mod callbacks;
+pub mod capture;
+pub mod classes;
+pub mod clock;
+pub mod entry;
+pub mod ffi;
+pub mod log;
+pub mod options;
+pub mod profiler;
+pub mod registry;

@@ -1,1 +1,8 @@
-fn main(){}
+//! Compiles the demo program (examples/Demo.java) that `jlive demo` carries inside itself.
+
+include!("../build-support/javac.rs");
+
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("demo");
+    compile_java(&[std::path::PathBuf::from("../examples/Demo.java")], &out);
+}

@@ -1,1 +1,140 @@
-fn main(){}
+//! The `jlive` command: run a Java program under the agent, and read traces back.
+
+mod launch;
+
+use jlive_writer::jinsight::check::check;
+use jlive_writer::stats::{Stats, Trace};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+jlive — a tracing profiler that lives inside the JVM
+
+usage:
+  jlive run [AGENT OPTIONS] -- java [JAVA ARGS...]
+        run java with libjlive.so loaded; agent options as key=value or --key value
+        (e.g. jlive run --file app.trc -- java -jar app.jar)
+  jlive demo [AGENT OPTIONS]
+        trace the bundled demo program and print what it recorded
+  jlive dump TRACE      one event per line, names resolved
+  jlive check TRACE     verify a trace; exit 1 naming the offset of the first problem
+  jlive stats [--top N] TRACE
+        events by type, threads, top methods by calls and by self time
+  jlive help            this text; agent options: jlive run help -- java
+
+libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((c, r)) => (c.as_str(), r),
+        None => {
+            eprint!("{}", USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let result = match command {
+        "run" => launch::run(rest),
+        "demo" => launch::demo(rest),
+        "dump" => with_file(rest, dump),
+        "check" => with_file(rest, check_file),
+        "stats" => stats(rest),
+        "help" | "--help" | "-h" => {
+            print!("{}", USAGE);
+            Ok(0)
+        }
+        other => Err(format!("unknown command '{}'\n\n{}", other, USAGE)),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("jlive: {}", message);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read(path: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path, e))
+}
+
+fn with_file(args: &[String], f: fn(&str, &[u8]) -> Result<u8, String>) -> Result<u8, String> {
+    match args {
+        [path] => f(path, &read(path)?),
+        _ => Err(format!("expected one trace file\n\n{}", USAGE)),
+    }
+}
+
+fn dump(_path: &str, data: &[u8]) -> Result<u8, String> {
+    use std::io::Write;
+    let mut decoder = jlive_writer::jinsight::Decoder::new(data).map_err(|e| e.to_string())?;
+    let h = decoder.header().clone();
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let _ = writeln!(
+        out,
+        "header version={} platform={} events={} maxThreads={} maxClasses={} ticksPerMicrosecond={} startTicks={}",
+        h.version, h.platform, h.number_of_events, h.max_threads, h.max_classes, h.ticks_per_microsecond, h.start_ticks
+    );
+    // Names are resolved from what has been read so far: definitions precede their use.
+    let mut names = Trace {
+        header: h,
+        events: Vec::new(),
+        classes: Default::default(),
+        threads: Default::default(),
+    };
+    loop {
+        match decoder.next_event() {
+            Ok(Some((offset, event))) => {
+                match &event {
+                    jlive_writer::jinsight::Event::ClassLoad(c) => {
+                        names.classes.insert(c.class, (**c).clone());
+                    }
+                    jlive_writer::jinsight::Event::ThreadDefine { thread, name, .. } => {
+                        names.threads.insert(*thread, name.clone());
+                    }
+                    _ => {}
+                }
+                if writeln!(out, "{:>10} {}", offset, names.describe(&event)).is_err() {
+                    return Ok(0); // stdout closed (e.g. piped into head)
+                }
+            }
+            Ok(None) => return Ok(0),
+            Err(e) => {
+                let _ = out.flush();
+                eprintln!("jlive: {}", e);
+                return Ok(1);
+            }
+        }
+    }
+}
+
+fn check_file(path: &str, data: &[u8]) -> Result<u8, String> {
+    match check(data) {
+        Ok(s) => {
+            println!(
+                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects",
+                path, s.events, s.bursts, s.threads, s.classes, s.objects
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            println!("{}: bad at offset {}: {}", path, e.offset, e.message);
+            Ok(1)
+        }
+    }
+}
+
+fn stats(args: &[String]) -> Result<u8, String> {
+    let (top, path) = match args {
+        [path] => (15, path),
+        [flag, n, path] if flag == "--top" => (
+            n.parse().map_err(|_| format!("bad --top value {}", n))?,
+            path,
+        ),
+        _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
+    };
+    let trace = Trace::decode(&read(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    print!("{}", Stats::of(&trace).report(top));
+    Ok(0)
+}

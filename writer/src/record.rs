@@ -130,8 +130,12 @@ pub trait Symbols: Send + Sync {
 #[derive(Debug)]
 pub enum Message {
     Batch(Batch),
-    BurstBegin { ticks: u64 },
-    BurstEnd { ticks: u64 },
+    BurstBegin {
+        ticks: u64,
+    },
+    BurstEnd {
+        ticks: u64,
+    },
     /// Write everything received so far to disk now.
     Flush,
     /// Finish the file (end burst if open, TraceEnd, header patch) and stop; the summary

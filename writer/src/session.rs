@@ -153,7 +153,9 @@ impl<W: Write + Seek> Session<W> {
         let classes = self.next_class;
         let events = self.encoder.events();
         let bytes = self.encoder.bytes() + 9;
-        let out = self.encoder.finish(threads, classes, ticks_per_microsecond)?;
+        let out = self
+            .encoder
+            .finish(threads, classes, ticks_per_microsecond)?;
         Ok((out, events, bytes))
     }
 
@@ -185,20 +187,28 @@ impl<W: Write + Seek> Session<W> {
             RecordKind::MethodExit => self.method_exit(thread, r),
             RecordKind::ThreadStart => {
                 let id = self.thread_id(thread, r.ticks)?;
-                self.emit(Event::ThreadStart { ticks: r.ticks, thread: id })
+                self.emit(Event::ThreadStart {
+                    ticks: r.ticks,
+                    thread: id,
+                })
             }
             RecordKind::ThreadEnd => {
                 let state = self.threads.entry(thread).or_default();
                 state.frames = Vec::new();
                 match state.id {
-                    Some(id) => self.emit(Event::ThreadExit { ticks: r.ticks, thread: id }),
+                    Some(id) => self.emit(Event::ThreadExit {
+                        ticks: r.ticks,
+                        thread: id,
+                    }),
                     None => Ok(()),
                 }
             }
             RecordKind::GcStart => self.emit(Event::GcStart { ticks: r.ticks }),
             RecordKind::GcFinish => self.emit(Event::GcStop { ticks: r.ticks }),
             RecordKind::ObjectAlloc => self.object_alloc(thread, r),
-            RecordKind::ObjectSeen => self.define_object(r.arg, r.key as ClassKey, r.extra, r.ticks),
+            RecordKind::ObjectSeen => {
+                self.define_object(r.arg, r.key as ClassKey, r.extra, r.ticks)
+            }
             RecordKind::ObjectFree => self.object_free(r),
             RecordKind::None => Ok(()),
         }
@@ -261,7 +271,10 @@ impl<W: Write + Seek> Session<W> {
             Some(m) => {
                 let slot = self.class_slot(m.class, ticks)?;
                 match slot {
-                    Some(ClassSlot { id: Some(id), traced: true }) => Some((id, m.index)),
+                    Some(ClassSlot {
+                        id: Some(id),
+                        traced: true,
+                    }) => Some((id, m.index)),
                     _ => None,
                 }
             }
@@ -298,9 +311,16 @@ impl<W: Write + Seek> Session<W> {
         let Some(id) = self.assign_class_id(&info.name, ticks)? else {
             return Ok(Some(ClassSlot { id: None, traced }));
         };
-        let superclass = if id == jinsight::CLASS_OBJECT { id } else { superclass };
+        let superclass = if id == jinsight::CLASS_OBJECT {
+            id
+        } else {
+            superclass
+        };
         self.write_class(id, &info, superclass, interfaces, ticks)?;
-        let slot = ClassSlot { id: Some(id), traced };
+        let slot = ClassSlot {
+            id: Some(id),
+            traced,
+        };
         self.classes.insert(key, slot);
         Ok(Some(slot))
     }
@@ -324,7 +344,10 @@ impl<W: Write + Seek> Session<W> {
                     MAX_CLASS_ID + 1
                 );
                 self.warnings.push(text.clone());
-                self.emit(Event::UserEvent { ticks, message: format!("jlive: {}", text) })?;
+                self.emit(Event::UserEvent {
+                    ticks,
+                    message: format!("jlive: {}", text),
+                })?;
             }
             return Ok(None);
         }
@@ -387,7 +410,13 @@ impl<W: Write + Seek> Session<W> {
                         ..ClassInfo::default()
                     };
                     self.write_class(id, &info, jinsight::CLASS_OBJECT, Vec::new(), ticks)?;
-                    self.classes.insert(u32::MAX - u32::from(id), ClassSlot { id: Some(id), traced: true });
+                    self.classes.insert(
+                        u32::MAX - u32::from(id),
+                        ClassSlot {
+                            id: Some(id),
+                            traced: true,
+                        },
+                    );
                 }
             }
         }
@@ -423,7 +452,13 @@ impl<W: Write + Seek> Session<W> {
     }
 
     /// OBJECT_DEFINED, ARRAY_DEFINED or ARRAY_CLASS_DEFINED for an object new to this file.
-    fn define_object(&mut self, object: u32, class: ClassKey, length: u32, ticks: u64) -> io::Result<()> {
+    fn define_object(
+        &mut self,
+        object: u32,
+        class: ClassKey,
+        length: u32,
+        ticks: u64,
+    ) -> io::Result<()> {
         if object == NO_OBJECT || object == 0 || self.object_defined(object) {
             return Ok(());
         }
@@ -435,7 +470,11 @@ impl<W: Write + Seek> Session<W> {
         };
         let size = if length == NOT_ARRAY { 0 } else { length };
         let event = match info.array {
-            None => Event::ObjectDefined { ticks, object, class: class_id },
+            None => Event::ObjectDefined {
+                ticks,
+                object,
+                class: class_id,
+            },
             Some(ArrayKind::Primitive(d)) => Event::ArrayDefined {
                 ticks,
                 array_type: jinsight::array_type_of(d).unwrap_or(1),
@@ -443,8 +482,15 @@ impl<W: Write + Seek> Session<W> {
                 size,
             },
             Some(ArrayKind::Objects(element)) => {
-                let element = self.class_id(element, ticks)?.unwrap_or(jinsight::CLASS_OBJECT);
-                Event::ArrayClassDefined { ticks, object, class: element, size }
+                let element = self
+                    .class_id(element, ticks)?
+                    .unwrap_or(jinsight::CLASS_OBJECT);
+                Event::ArrayClassDefined {
+                    ticks,
+                    object,
+                    class: element,
+                    size,
+                }
             }
         };
         self.emit(event)?;
@@ -471,7 +517,9 @@ impl<W: Write + Seek> Session<W> {
             None => Event::ObjectCreated {
                 ticks: r.ticks,
                 object: r.arg,
-                class: self.class_id(class, r.ticks)?.unwrap_or(jinsight::CLASS_OBJECT),
+                class: self
+                    .class_id(class, r.ticks)?
+                    .unwrap_or(jinsight::CLASS_OBJECT),
                 thread: tid,
             },
             Some(kind) => Event::ArrayCreated {

@@ -93,26 +93,86 @@ impl Trace {
                 c.superclass,
                 c.interfaces
             ),
-            Event::MethodEnter { thread, class, method, object, .. } => {
-                let obj = if *object == jinsight::NO_OBJECT { "static".to_string() } else { format!("object={}", object) };
-                format!("thread={} {} {}", thread, self.method_name(*class, *method), obj)
+            Event::MethodEnter {
+                thread,
+                class,
+                method,
+                object,
+                ..
+            } => {
+                let obj = if *object == jinsight::NO_OBJECT {
+                    "static".to_string()
+                } else {
+                    format!("object={}", object)
+                };
+                format!(
+                    "thread={} {} {}",
+                    thread,
+                    self.method_name(*class, *method),
+                    obj
+                )
             }
-            Event::MethodLeave { thread, overhead, .. } => format!("thread={} overhead={}", thread, overhead),
-            Event::ObjectDefined { object, class, .. } => format!("object={} class={}", object, self.class_name(*class)),
-            Event::ObjectCreated { object, class, thread, .. } => {
-                format!("object={} class={} thread={}", object, self.class_name(*class), thread)
+            Event::MethodLeave {
+                thread, overhead, ..
+            } => format!("thread={} overhead={}", thread, overhead),
+            Event::ObjectDefined { object, class, .. } => {
+                format!("object={} class={}", object, self.class_name(*class))
+            }
+            Event::ObjectCreated {
+                object,
+                class,
+                thread,
+                ..
+            } => {
+                format!(
+                    "object={} class={} thread={}",
+                    object,
+                    self.class_name(*class),
+                    thread
+                )
             }
             Event::ObjectReclaimed { object, .. } => format!("object={}", object),
-            Event::ArrayDefined { array_type, object, size, .. } => {
-                format!("object={} type={} size={}", object, jinsight::array_type_name(*array_type), size)
+            Event::ArrayDefined {
+                array_type,
+                object,
+                size,
+                ..
+            } => {
+                format!(
+                    "object={} type={} size={}",
+                    object,
+                    jinsight::array_type_name(*array_type),
+                    size
+                )
             }
-            Event::ArrayClassDefined { object, class, size, .. } => {
-                format!("object={} element={} size={}", object, self.class_name(*class), size)
+            Event::ArrayClassDefined {
+                object,
+                class,
+                size,
+                ..
+            } => {
+                format!(
+                    "object={} element={} size={}",
+                    object,
+                    self.class_name(*class),
+                    size
+                )
             }
-            Event::ArrayCreated { object, size, thread, is_array, .. } => {
-                format!("object={} size={} thread={} isArray={}", object, size, thread, is_array)
+            Event::ArrayCreated {
+                object,
+                size,
+                thread,
+                is_array,
+                ..
+            } => {
+                format!(
+                    "object={} size={} thread={} isArray={}",
+                    object, size, thread, is_array
+                )
             }
-            Event::ThreadDefine { thread, name, .. } => format!("thread={} name={:?}", thread, name),
+            Event::ThreadDefine { thread, name, .. } => {
+                format!("thread={} name={:?}", thread, name)
+            }
             Event::ThreadStart { thread, .. } | Event::ThreadExit { thread, .. } => {
                 format!("thread={} ({})", thread, self.thread_name(*thread))
             }
@@ -120,7 +180,9 @@ impl Trace {
             Event::TraceEnd { first, second } => format!("{:#x} {:#x}", first, second),
             _ => String::new(),
         };
-        format!("{} {} {}", ticks, event.name(), what).trim_end().to_string()
+        format!("{} {} {}", ticks, event.name(), what)
+            .trim_end()
+            .to_string()
     }
 }
 
@@ -165,16 +227,27 @@ impl Stats {
                     stats.bursts += 1;
                     stacks.clear();
                 }
-                Event::MethodEnter { ticks, thread, class, method, .. } => {
+                Event::MethodEnter {
+                    ticks,
+                    thread,
+                    class,
+                    method,
+                    ..
+                } => {
                     *entries.entry(*thread).or_insert(0) += 1;
                     methods.entry((*class, *method)).or_insert((0, 0)).0 += 1;
-                    stacks.entry(*thread).or_default().push(Open { key: (*class, *method), entered: *ticks, children: 0 });
+                    stacks.entry(*thread).or_default().push(Open {
+                        key: (*class, *method),
+                        entered: *ticks,
+                        children: 0,
+                    });
                 }
                 Event::MethodLeave { ticks, thread, .. } => {
                     let stack = stacks.entry(*thread).or_default();
                     if let Some(open) = stack.pop() {
                         let total = ticks.saturating_sub(open.entered);
-                        methods.entry(open.key).or_insert((0, 0)).1 += total.saturating_sub(open.children);
+                        methods.entry(open.key).or_insert((0, 0)).1 +=
+                            total.saturating_sub(open.children);
                         if let Some(parent) = stack.last_mut() {
                             parent.children += total;
                         }
@@ -192,7 +265,11 @@ impl Stats {
         stats.threads = threads;
         stats.methods = methods
             .into_iter()
-            .map(|((c, m), (calls, self_ticks))| MethodStats { name: trace.method_name(c, m), calls, self_ticks })
+            .map(|((c, m), (calls, self_ticks))| MethodStats {
+                name: trace.method_name(c, m),
+                calls,
+                self_ticks,
+            })
             .collect();
         stats
     }
@@ -206,7 +283,11 @@ impl Stats {
     pub fn report(&self, top: usize) -> String {
         let mut out = String::new();
         let total: u64 = self.by_type.values().sum();
-        let _ = writeln!(out, "events: {}   bursts: {}   ticks/us: {}", total, self.bursts, self.ticks_per_microsecond);
+        let _ = writeln!(
+            out,
+            "events: {}   bursts: {}   ticks/us: {}",
+            total, self.bursts, self.ticks_per_microsecond
+        );
         let _ = writeln!(out, "\nevents by type:");
         for (name, n) in &self.by_type {
             let _ = writeln!(out, "  {:<20} {:>12}", name, n);
@@ -226,7 +307,13 @@ impl Stats {
         by_self.sort_by(|a, b| b.self_ticks.cmp(&a.self_ticks).then(a.name.cmp(&b.name)));
         let _ = writeln!(out, "\ntop methods by self time:");
         for m in by_self.iter().take(top) {
-            let _ = writeln!(out, "  {:>12.3} ms  {:>10} calls  {}", m.self_ticks as f64 / tpu / 1000.0, m.calls, m.name);
+            let _ = writeln!(
+                out,
+                "  {:>12.3} ms  {:>10} calls  {}",
+                m.self_ticks as f64 / tpu / 1000.0,
+                m.calls,
+                m.name
+            );
         }
         out
     }

@@ -44,7 +44,11 @@ pub fn run<W: Write + Seek>(
             None => Ok(()),
             Some(Message::Batch(mut batch)) => {
                 dirty = true;
-                let r = if error.is_none() { session.batch(&batch) } else { Ok(()) };
+                let r = if error.is_none() {
+                    session.batch(&batch)
+                } else {
+                    Ok(())
+                };
                 batch.records.clear();
                 let _ = pool.try_send(batch.records);
                 r
@@ -97,7 +101,10 @@ fn guarded(error: &Option<String>, f: impl FnOnce() -> std::io::Result<()>) -> s
 fn note_error(result: std::io::Result<()>, error: &mut Option<String>, log: &dyn Fn(&str)) {
     if let Err(e) = result {
         if error.is_none() {
-            let text = format!("writing the trace failed: {}; further events are discarded", e);
+            let text = format!(
+                "writing the trace failed: {}; further events are discarded",
+                e
+            );
             log(&text);
             *error = Some(e.to_string());
         }

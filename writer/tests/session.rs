@@ -14,7 +14,11 @@ use std::sync::Arc;
 struct Fixture;
 
 fn member(name: &str, sig: &str) -> Member {
-    Member { name: name.into(), signature: sig.into(), access: 9 }
+    Member {
+        name: name.into(),
+        signature: sig.into(),
+        access: 9,
+    }
 }
 
 impl Symbols for Fixture {
@@ -27,7 +31,10 @@ impl Symbols for Fixture {
     }
     fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
         let c = match key {
-            1 => ClassInfo { name: "java/lang/Object".into(), ..Default::default() },
+            1 => ClassInfo {
+                name: "java/lang/Object".into(),
+                ..Default::default()
+            },
             2 => ClassInfo {
                 name: "java/lang/Thread".into(),
                 superclass: Some(1),
@@ -35,15 +42,26 @@ impl Symbols for Fixture {
                 methods: vec![member("run", "()V")],
                 ..Default::default()
             },
-            3 => ClassInfo { name: "java/lang/Runnable".into(), ..Default::default() },
+            3 => ClassInfo {
+                name: "java/lang/Runnable".into(),
+                ..Default::default()
+            },
             4 => ClassInfo {
                 name: "app/Fib".into(),
                 superclass: Some(1),
-                methods: vec![member("main", "([Ljava/lang/String;)V"), member("fib", "(I)I")],
+                methods: vec![
+                    member("main", "([Ljava/lang/String;)V"),
+                    member("fib", "(I)I"),
+                ],
                 fields: vec![member("calls", "I")],
                 ..Default::default()
             },
-            5 => ClassInfo { name: "[I".into(), superclass: Some(1), array: Some(ArrayKind::Primitive(b'I')), ..Default::default() },
+            5 => ClassInfo {
+                name: "[I".into(),
+                superclass: Some(1),
+                array: Some(ArrayKind::Primitive(b'I')),
+                ..Default::default()
+            },
             _ => return None,
         };
         Some(Arc::new(c))
@@ -56,12 +74,20 @@ impl Symbols for Fixture {
         }
     }
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
-        Some(ThreadInfo { name: format!("worker-{}", key) })
+        Some(ThreadInfo {
+            name: format!("worker-{}", key),
+        })
     }
 }
 
 fn header(platform: u32) -> Header {
-    Header { version: 8, platform, ticks_per_microsecond: 1000, max_threads: 256, ..Default::default() }
+    Header {
+        version: 8,
+        platform,
+        ticks_per_microsecond: 1000,
+        max_threads: 256,
+        ..Default::default()
+    }
 }
 
 fn entry(t: u64, m: u64) -> Record {
@@ -96,10 +122,17 @@ fn write(platform: u32, config: SessionConfig, batches: Vec<Batch>) -> Vec<u8> {
 }
 
 fn fib_trace(platform: u32) -> Vec<u8> {
-    let mut records = vec![Record::new(RecordKind::ThreadStart, 2, 0, 0, 0), exit(3, 100)];
+    let mut records = vec![
+        Record::new(RecordKind::ThreadStart, 2, 0, 0, 0),
+        exit(3, 100),
+    ];
     let mut t = 10;
     fib_records(10, &mut t, &mut records);
-    write(platform, SessionConfig::default(), vec![Batch { thread: 7, records }])
+    write(
+        platform,
+        SessionConfig::default(),
+        vec![Batch { thread: 7, records }],
+    )
 }
 
 #[test]
@@ -115,10 +148,17 @@ fn fib_round_trip_counts_and_checks() {
     assert_eq!(stats.by_type["METHOD_LEAVE"], 177);
     assert_eq!(trace.class_name(0), "java/lang/Object");
     assert_eq!(trace.class_name(1), "java/lang/Thread");
-    let fib = stats.methods.iter().find(|m| m.name == "app/Fib.fib").unwrap();
+    let fib = stats
+        .methods
+        .iter()
+        .find(|m| m.name == "app/Fib.fib")
+        .unwrap();
     assert_eq!(fib.calls, 177);
     assert_eq!(trace.threads_named("worker-7").len(), 1);
-    assert_eq!(trace.header.number_of_events as usize, trace.events.len() - 1);
+    assert_eq!(
+        trace.header.number_of_events as usize,
+        trace.events.len() - 1
+    );
     for (_, e) in &trace.events {
         if let Event::MethodLeave { overhead, .. } = e {
             assert_eq!(*overhead, 7, "entry + exit overhead");
@@ -149,9 +189,20 @@ fn classes_defined_after_superclass_and_interfaces() {
     let order: Vec<String> = trace
         .events
         .iter()
-        .filter_map(|(_, e)| match e { Event::ClassLoad(c) => Some(c.name.clone()), _ => None })
+        .filter_map(|(_, e)| match e {
+            Event::ClassLoad(c) => Some(c.name.clone()),
+            _ => None,
+        })
         .collect();
-    assert_eq!(order, ["java/lang/Object", "java/lang/Runnable", "java/lang/Thread", "app/Fib"]);
+    assert_eq!(
+        order,
+        [
+            "java/lang/Object",
+            "java/lang/Runnable",
+            "java/lang/Thread",
+            "app/Fib"
+        ]
+    );
     let object = trace.classes.get(&0).unwrap();
     assert_eq!(object.superclass, 0, "Object names itself");
 }
@@ -161,8 +212,15 @@ fn exclude_filter_drops_entries_and_their_leaves() {
     let mut records = Vec::new();
     let mut t = 10;
     fib_records(5, &mut t, &mut records);
-    let config = SessionConfig { filter: ClassFilter::new(&[], &["app.*".into()]), entries_only: false };
-    let data = write(jinsight::PLATFORM_LINUX_X86, config, vec![Batch { thread: 1, records }]);
+    let config = SessionConfig {
+        filter: ClassFilter::new(&[], &["app.*".into()]),
+        entries_only: false,
+    };
+    let data = write(
+        jinsight::PLATFORM_LINUX_X86,
+        config,
+        vec![Batch { thread: 1, records }],
+    );
     check(&data).unwrap();
     let stats = Stats::of(&Trace::decode(&data).unwrap());
     assert_eq!(stats.calls(), 0);
@@ -176,13 +234,20 @@ fn allocations_define_then_create() {
         Record::new(RecordKind::ObjectAlloc, 6, 5, 2, 17),
         Record::new(RecordKind::ObjectFree, 7, 0, 1, 0),
     ];
-    let data = write(jinsight::PLATFORM_LINUX_X86, SessionConfig::default(), vec![Batch { thread: 1, records }]);
+    let data = write(
+        jinsight::PLATFORM_LINUX_X86,
+        SessionConfig::default(),
+        vec![Batch { thread: 1, records }],
+    );
     check(&data).unwrap();
     let trace = Trace::decode(&data).unwrap();
     let mut by: HashMap<&str, u32> = HashMap::new();
     for (_, e) in &trace.events {
         *by.entry(e.name()).or_default() += 1;
-        if let Event::ArrayDefined { array_type, size, .. } = e {
+        if let Event::ArrayDefined {
+            array_type, size, ..
+        } = e
+        {
             assert_eq!((*array_type, *size), (1, 17));
         }
     }
@@ -204,7 +269,11 @@ fn check_rejects_truncation_flipped_codes_and_empty_files() {
     }
     // Flip the code of the first METHOD_ENTER into an unknown code.
     let trace = Trace::decode(&data).unwrap();
-    let (at, _) = trace.events.iter().find(|(_, e)| matches!(e, Event::MethodEnter { .. })).unwrap();
+    let (at, _) = trace
+        .events
+        .iter()
+        .find(|(_, e)| matches!(e, Event::MethodEnter { .. }))
+        .unwrap();
     let mut bad = data.clone();
     bad[*at] = 0xEE;
     let err = check(&bad).unwrap_err();
@@ -222,7 +291,9 @@ fn decoder_never_panics_on_garbage() {
     for round in 0..3000 {
         let mut bad = data.clone();
         for _ in 0..(1 + round % 5) {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let i = (seed >> 33) as usize % bad.len();
             bad[i] = (seed >> 13) as u8;
         }

@@ -38,7 +38,13 @@ fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
 pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
     let mut decoder = Decoder::new(data)?;
     if decoder.header().version != VERSION {
-        return fail(1, format!("version {} (jlive reads version 8)", decoder.header().version));
+        return fail(
+            1,
+            format!(
+                "version {} (jlive reads version 8)",
+                decoder.header().version
+            ),
+        );
     }
     let mut state = State::default();
     let mut end_offset = None;
@@ -48,7 +54,10 @@ pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
         }
         if let Event::TraceEnd { first, second } = event {
             if first != TRACE_END_WORD || second != TRACE_END_WORD {
-                return fail(offset, format!("TraceEnd words {:#x} {:#x}, not 0xDEAD", first, second));
+                return fail(
+                    offset,
+                    format!("TraceEnd words {:#x} {:#x}, not 0xDEAD", first, second),
+                );
             }
             if state.in_burst {
                 return fail(offset, "TraceEnd inside an open burst".into());
@@ -60,7 +69,10 @@ pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
         state.summary.events += 1;
     }
     if end_offset.is_none() {
-        return fail(data.len(), "no TraceEnd: the file is truncated or was not closed".into());
+        return fail(
+            data.len(),
+            "no TraceEnd: the file is truncated or was not closed".into(),
+        );
     }
     let header_events = decoder.header().number_of_events;
     if header_events != 0 && u64::from(header_events) != state.summary.events {
@@ -83,7 +95,15 @@ impl State {
         if let Some((class, _)) = self.pending_class {
             match event {
                 Event::ClassLoad(load) if load.class == class => {}
-                _ => return fail(offset, format!("CLASS_DEFINE of class {} not followed by its CLASS_LOAD", class)),
+                _ => {
+                    return fail(
+                        offset,
+                        format!(
+                            "CLASS_DEFINE of class {} not followed by its CLASS_LOAD",
+                            class
+                        ),
+                    )
+                }
             }
         }
         match event {
@@ -112,7 +132,13 @@ impl State {
             self.need_thread(offset, thread)?;
             let last = self.last_ticks.entry(thread).or_insert(0);
             if ticks < *last {
-                return fail(offset, format!("ticks go back on thread {}: {} after {}", thread, ticks, last));
+                return fail(
+                    offset,
+                    format!(
+                        "ticks go back on thread {}: {} after {}",
+                        thread, ticks, last
+                    ),
+                );
             }
             *last = ticks;
         }
@@ -128,10 +154,22 @@ impl State {
                 self.pending_class = Some((*class, 0));
             }
             Event::ClassLoad(load) => self.class_load(offset, load)?,
-            Event::MethodEnter { thread, class, method, object, .. } => {
+            Event::MethodEnter {
+                thread,
+                class,
+                method,
+                object,
+                ..
+            } => {
                 let methods = self.need_class(offset, *class)?;
                 if usize::from(*method) >= methods {
-                    return fail(offset, format!("method {} of class {} which has {} methods", method, class, methods));
+                    return fail(
+                        offset,
+                        format!(
+                            "method {} of class {} which has {} methods",
+                            method, class, methods
+                        ),
+                    );
                 }
                 if *object != NO_OBJECT {
                     self.need_object(offset, *object)?;
@@ -141,17 +179,32 @@ impl State {
             Event::MethodLeave { thread, .. } => {
                 let depth = self.depth.entry(*thread).or_insert(0);
                 if *depth == 0 {
-                    return fail(offset, format!("METHOD_LEAVE on thread {} with no open entry in this burst", thread));
+                    return fail(
+                        offset,
+                        format!(
+                            "METHOD_LEAVE on thread {} with no open entry in this burst",
+                            thread
+                        ),
+                    );
                 }
                 *depth -= 1;
             }
-            Event::ObjectDefined { object, class, .. } | Event::ArrayClassDefined { object, class, .. } => {
+            Event::ObjectDefined { object, class, .. }
+            | Event::ArrayClassDefined { object, class, .. } => {
                 self.need_class(offset, *class)?;
                 self.define_object(offset, *object)?;
             }
-            Event::ArrayDefined { array_type, object, .. } => {
+            Event::ArrayDefined {
+                array_type, object, ..
+            } => {
                 if !(1..=8).contains(array_type) {
-                    return fail(offset, format!("array type {} is not one of JinsightLive's 1..8", array_type));
+                    return fail(
+                        offset,
+                        format!(
+                            "array type {} is not one of JinsightLive's 1..8",
+                            array_type
+                        ),
+                    );
                 }
                 self.define_object(offset, *object)?;
             }
@@ -176,7 +229,15 @@ impl State {
     fn class_load(&mut self, offset: usize, load: &ClassLoad) -> Result<(), DecodeError> {
         match self.pending_class.take() {
             Some((class, _)) if class == load.class => {}
-            _ => return fail(offset, format!("CLASS_LOAD of class {} without its CLASS_DEFINE", load.class)),
+            _ => {
+                return fail(
+                    offset,
+                    format!(
+                        "CLASS_LOAD of class {} without its CLASS_DEFINE",
+                        load.class
+                    ),
+                )
+            }
         }
         let expected = match load.class {
             CLASS_OBJECT => Some("java/lang/Object"),
@@ -185,12 +246,21 @@ impl State {
         };
         if let Some(name) = expected {
             if load.name != name {
-                return fail(offset, format!("class {} is {}, the reader needs {}", load.class, load.name, name));
+                return fail(
+                    offset,
+                    format!(
+                        "class {} is {}, the reader needs {}",
+                        load.class, load.name, name
+                    ),
+                );
             }
         }
         if load.class == CLASS_OBJECT {
             if load.superclass != CLASS_OBJECT {
-                return fail(offset, "java/lang/Object must name itself (0) as superclass".into());
+                return fail(
+                    offset,
+                    "java/lang/Object must name itself (0) as superclass".into(),
+                );
             }
         } else {
             self.need_class(offset, load.superclass)?;
@@ -213,7 +283,10 @@ impl State {
         if self.threads.contains(&thread) {
             Ok(())
         } else {
-            fail(offset, format!("thread {} used before it is defined", thread))
+            fail(
+                offset,
+                format!("thread {} used before it is defined", thread),
+            )
         }
     }
 
@@ -221,13 +294,19 @@ impl State {
         if self.objects.contains(&object) {
             Ok(())
         } else {
-            fail(offset, format!("object {} used before it is defined", object))
+            fail(
+                offset,
+                format!("object {} used before it is defined", object),
+            )
         }
     }
 
     fn define_object(&mut self, offset: usize, object: u32) -> Result<(), DecodeError> {
         if object == NO_OBJECT || !self.objects.insert(object) {
-            return fail(offset, format!("object {} defined twice (or is the null ID)", object));
+            return fail(
+                offset,
+                format!("object {} defined twice (or is the null ID)", object),
+            );
         }
         Ok(())
     }

@@ -43,7 +43,10 @@ impl<'a> Decoder<'a> {
             return Err(error(0, "empty file: no JinsightLive header"));
         }
         if data[0] != MAGIC {
-            return Err(error(0, format!("first byte is 0x{:02x}, not 'b'", data[0])));
+            return Err(error(
+                0,
+                format!("first byte is 0x{:02x}, not 'b'", data[0]),
+            ));
         }
         if data.len() < HEADER_LEN {
             return Err(error(

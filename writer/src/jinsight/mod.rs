@@ -218,25 +218,94 @@ pub struct ClassLoad {
 /// One JinsightLive event, as written and as read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    ClassDefine { ticks: u64, class: u16, class_object: u32 },
+    ClassDefine {
+        ticks: u64,
+        class: u16,
+        class_object: u32,
+    },
     ClassLoad(Box<ClassLoad>),
-    MethodEnter { ticks: u64, thread: u32, class: u16, method: u16, object: u32, line: u16 },
-    MethodLeave { ticks: u64, overhead: u64, thread: u32 },
-    ObjectDefined { ticks: u64, object: u32, class: u16 },
-    ObjectCreated { ticks: u64, object: u32, class: u16, thread: u32 },
-    ObjectReclaimed { ticks: u64, object: u32 },
-    ArrayDefined { ticks: u64, array_type: u8, object: u32, size: u32 },
-    ArrayClassDefined { ticks: u64, object: u32, class: u16, size: u32 },
-    ArrayCreated { ticks: u64, is_array: u8, object: u32, size: u32, thread: u32 },
-    ThreadDefine { ticks: u64, thread: u32, object: u32, class: u16, name: String },
-    ThreadStart { ticks: u64, thread: u32 },
-    ThreadExit { ticks: u64, thread: u32 },
-    GcStart { ticks: u64 },
-    GcStop { ticks: u64 },
-    UserEvent { ticks: u64, message: String },
-    BeginBurst { ticks: u64 },
-    EndBurst { ticks: u64 },
-    TraceEnd { first: u32, second: u32 },
+    MethodEnter {
+        ticks: u64,
+        thread: u32,
+        class: u16,
+        method: u16,
+        object: u32,
+        line: u16,
+    },
+    MethodLeave {
+        ticks: u64,
+        overhead: u64,
+        thread: u32,
+    },
+    ObjectDefined {
+        ticks: u64,
+        object: u32,
+        class: u16,
+    },
+    ObjectCreated {
+        ticks: u64,
+        object: u32,
+        class: u16,
+        thread: u32,
+    },
+    ObjectReclaimed {
+        ticks: u64,
+        object: u32,
+    },
+    ArrayDefined {
+        ticks: u64,
+        array_type: u8,
+        object: u32,
+        size: u32,
+    },
+    ArrayClassDefined {
+        ticks: u64,
+        object: u32,
+        class: u16,
+        size: u32,
+    },
+    ArrayCreated {
+        ticks: u64,
+        is_array: u8,
+        object: u32,
+        size: u32,
+        thread: u32,
+    },
+    ThreadDefine {
+        ticks: u64,
+        thread: u32,
+        object: u32,
+        class: u16,
+        name: String,
+    },
+    ThreadStart {
+        ticks: u64,
+        thread: u32,
+    },
+    ThreadExit {
+        ticks: u64,
+        thread: u32,
+    },
+    GcStart {
+        ticks: u64,
+    },
+    GcStop {
+        ticks: u64,
+    },
+    UserEvent {
+        ticks: u64,
+        message: String,
+    },
+    BeginBurst {
+        ticks: u64,
+    },
+    EndBurst {
+        ticks: u64,
+    },
+    TraceEnd {
+        first: u32,
+        second: u32,
+    },
 }
 
 impl Event {

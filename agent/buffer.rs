@@ -1,0 +1,249 @@
+//! Per-thread record buffers and the hub that hands their batches to the writer.
+//!
+//! The hot path ([`ThreadBuffer::append`]) takes no lock, makes no system call and does not
+//! allocate: it marks the buffer busy, checks that tracing is on, stores one 32-byte record
+//! and clears the mark. Only when the buffer is full does the owning thread send the batch
+//! over the bounded channel (waiting if the writer is behind: nothing is dropped) and take an
+//! empty vector from the pool.
+//!
+//! Every buffer is registered with the hub when it is created, so a burst end or VM death can
+//! collect every thread's partial batch, including threads that are blocked or never return.
+//! Collection is a Dekker handshake: the collector clears `tracing` and then waits for each
+//! buffer's `busy` to be clear; an owner sets `busy` and then reads `tracing` (both sides with
+//! sequentially consistent ordering), so either the owner sees tracing off and leaves, or the
+//! collector sees it busy and waits the few nanoseconds until it is done.
+
+use crate::clock;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use jlive_writer::record::{Batch, Message, Record, RecordKind, ThreadKey};
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// One thread's records. Only the owning thread appends; others collect under the handshake.
+pub struct ThreadBuffer {
+    pub key: ThreadKey,
+    busy: AtomicBool,
+    records: UnsafeCell<Vec<Record>>,
+    /// Serialises the cold operations (retire, collect) of this buffer.
+    cold: Mutex<()>,
+}
+
+// SAFETY: `records` is only touched by the owner while `busy` is set and tracing is on, or by
+// one collector (holding `cold`) after the handshake has shut the owner out.
+unsafe impl Sync for ThreadBuffer {}
+
+/// Recording state shared by every thread.
+pub struct Hub {
+    tracing: AtomicBool,
+    messages: Sender<Message>,
+    pool: Receiver<Vec<Record>>,
+    buffers: Mutex<Vec<Arc<ThreadBuffer>>>,
+    capacity: usize,
+    next_key: AtomicU32,
+}
+
+thread_local! {
+    /// Fast access to this thread's buffer; the Arc in OWNER keeps it alive.
+    static CURRENT: Cell<*const ThreadBuffer> = const { Cell::new(std::ptr::null()) };
+    static OWNER: RefCell<Option<Retire>> = const { RefCell::new(None) };
+}
+
+/// Retires the thread's buffer when the thread goes away without a ThreadEnd event.
+struct Retire(Arc<ThreadBuffer>, &'static Hub);
+
+impl Drop for Retire {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| c.set(std::ptr::null()));
+        self.1.retire(&self.0);
+    }
+}
+
+impl Hub {
+    /// A hub sending to `messages`; `pool` returns emptied vectors from the writer.
+    pub fn new(messages: Sender<Message>, pool: Receiver<Vec<Record>>, buffer_bytes: usize) -> Hub {
+        Hub {
+            tracing: AtomicBool::new(false),
+            messages,
+            pool,
+            buffers: Mutex::new(Vec::new()),
+            capacity: (buffer_bytes / std::mem::size_of::<Record>()).max(64),
+            next_key: AtomicU32::new(1),
+        }
+    }
+
+    pub fn is_tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
+    }
+
+    /// This thread's buffer, if it has one.
+    #[inline(always)]
+    pub fn current(&self) -> Option<&ThreadBuffer> {
+        let p = CURRENT.with(|c| c.get());
+        // SAFETY: CURRENT is set from the Arc held in OWNER and cleared before that Arc is
+        // dropped; the pointer is only ever read on its own thread.
+        unsafe { p.as_ref() }
+    }
+
+    /// Creates this thread's buffer; `register` receives its key before any record can refer
+    /// to it (the registry stores the thread's name there).
+    pub fn attach(
+        &'static self,
+        register: impl FnOnce(ThreadKey),
+    ) -> Option<&'static ThreadBuffer> {
+        if let Some(b) = self.current() {
+            // SAFETY: see current(); the buffer lives as long as this thread's OWNER entry.
+            return Some(unsafe { &*(b as *const ThreadBuffer) });
+        }
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        register(key);
+        let buffer = Arc::new(ThreadBuffer {
+            key,
+            busy: AtomicBool::new(false),
+            records: UnsafeCell::new(Vec::with_capacity(self.capacity)),
+            cold: Mutex::new(()),
+        });
+        self.buffers.lock().push(buffer.clone());
+        let p = Arc::as_ptr(&buffer);
+        let stored = OWNER
+            .try_with(|o| *o.borrow_mut() = Some(Retire(buffer, self)))
+            .is_ok();
+        if !stored {
+            return None; // the thread is exiting
+        }
+        CURRENT.with(|c| c.set(p));
+        // SAFETY: the Arc now lives in OWNER until the thread exits or retires.
+        Some(unsafe { &*p })
+    }
+
+    /// Ends this thread's recording: its partial batch goes to the writer.
+    pub fn detach_current(&self) {
+        let _ = OWNER.try_with(|o| o.borrow_mut().take());
+    }
+
+    fn retire(&self, buffer: &Arc<ThreadBuffer>) {
+        {
+            let _cold = buffer.cold.lock();
+            let records = buffer.take(self);
+            self.send(buffer.key, records, true);
+        }
+        self.buffers.lock().retain(|b| !Arc::ptr_eq(b, buffer));
+    }
+
+    /// Starts recording (a burst has begun).
+    pub fn start(&self) {
+        self.tracing.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops recording and sends every thread's partial batch to the writer, so that the next
+    /// message on the channel (a burst end) follows every record made before it.
+    pub fn stop_and_collect(&self) {
+        self.tracing.store(false, Ordering::SeqCst);
+        let buffers: Vec<Arc<ThreadBuffer>> = self.buffers.lock().clone();
+        for buffer in buffers {
+            let _cold = buffer.cold.lock();
+            while buffer.busy.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+                std::thread::yield_now();
+            }
+            let records = buffer.take(self);
+            self.send(buffer.key, records, true);
+        }
+    }
+
+    /// Sends a control message to the writer (after the batches already sent).
+    pub fn control(&self, message: Message) {
+        let _ = self.messages.send(message);
+    }
+
+    fn send(&self, thread: ThreadKey, records: Vec<Record>, blocking: bool) -> Option<Vec<Record>> {
+        if records.is_empty() {
+            return Some(records);
+        }
+        let message = Message::Batch(Batch { thread, records });
+        if blocking {
+            let _ = self.messages.send(message);
+            return None;
+        }
+        match self.messages.try_send(message) {
+            Ok(()) => None,
+            Err(TrySendError::Full(Message::Batch(b)))
+            | Err(TrySendError::Disconnected(Message::Batch(b))) => Some(b.records),
+            Err(_) => None,
+        }
+    }
+
+    fn empty_vec(&self) -> Vec<Record> {
+        match self.pool.try_recv() {
+            Ok(v) if v.capacity() >= self.capacity => v,
+            _ => Vec::with_capacity(self.capacity),
+        }
+    }
+}
+
+impl ThreadBuffer {
+    /// Appends one record stamped `ticks`. With `extra = None` the record's `extra` is the
+    /// agent overhead: the ticks spent from `ticks` until the record was stored. Returns false
+    /// when not tracing. `blocking = false` is for GC and ObjectFree callbacks: a full channel
+    /// makes the buffer grow instead of waiting.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn append(
+        &self,
+        hub: &Hub,
+        kind: RecordKind,
+        ticks: u64,
+        key: u64,
+        arg: u32,
+        extra: Option<u32>,
+        blocking: bool,
+    ) -> bool {
+        self.busy.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if !hub.tracing.load(Ordering::Relaxed) {
+            self.busy.store(false, Ordering::Release);
+            return false;
+        }
+        // SAFETY: busy is set and tracing was seen on, so no collector touches the vector
+        // until busy is cleared (module comment); only this thread appends.
+        let records = unsafe { &mut *self.records.get() };
+        if records.len() >= hub.capacity {
+            self.hand_over(hub, records, blocking);
+        }
+        records.push(Record {
+            ticks,
+            key,
+            arg,
+            extra: extra.unwrap_or(0),
+            kind,
+        });
+        if extra.is_none() {
+            let last = records.len() - 1;
+            records[last].extra =
+                clock::ticks().wrapping_sub(ticks).min(u64::from(u32::MAX)) as u32;
+        }
+        self.busy.store(false, Ordering::Release);
+        true
+    }
+
+    #[cold]
+    fn hand_over(&self, hub: &Hub, records: &mut Vec<Record>, blocking: bool) {
+        let full = std::mem::replace(records, hub.empty_vec());
+        if let Some(kept) = hub.send(self.key, full, blocking) {
+            // The channel is full and this callback may not wait: keep growing instead.
+            *records = kept;
+        }
+    }
+
+    /// Takes the records, leaving an empty vector from the pool; the caller holds `cold` and
+    /// has shut the owner out (or is the owner).
+    fn take(&self, hub: &Hub) -> Vec<Record> {
+        // SAFETY: called by the owner itself (retire) or by a collector after the handshake.
+        let records = unsafe { &mut *self.records.get() };
+        if records.is_empty() {
+            return Vec::new();
+        }
+        std::mem::replace(records, hub.empty_vec())
+    }
+}

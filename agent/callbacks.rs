@@ -1,0 +1,260 @@
+//! Where JVMTI events (other than method entry and exit, see `capture/`) become records:
+//! VM start and death, threads, class preparation, garbage collection, allocations and frees.
+//!
+//! GarbageCollectionStart/Finish and ObjectFree run where the JVM forbids almost everything:
+//! they use no JVMTI or JNI function, take no lock a Java thread could hold across a
+//! safepoint, and append without blocking (a full channel grows the buffer instead).
+
+use crate::classes::{Classes, CLASS_TAG};
+use crate::clock;
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
+use crate::profiler::{self, Profiler};
+use jlive_writer::record::{RecordKind, NOT_ARRAY, NO_OBJECT};
+use jni_sys::{jclass, jlong, jobject, JNIEnv};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs a callback body; a panic is logged and stops at this boundary.
+#[inline(always)]
+pub fn guard(f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        crate::log::warn("internal error in a JVMTI callback (ignored)");
+    }
+}
+
+/// Creates the buffer of a Java thread, registering its name. Returns false if it cannot.
+pub fn attach_java_thread(p: &'static Profiler, jvmti: Jvmti, thread: jthread) -> bool {
+    p.hub
+        .attach(|key| {
+            let name = jvmti
+                .thread_name(thread)
+                .unwrap_or_else(|_| format!("thread-{}", key));
+            p.registry.put_thread(key, name);
+        })
+        .is_some()
+}
+
+/// Creates the buffer of a JVM-internal thread (GC) without any JVM call.
+fn attach_internal_thread(p: &'static Profiler) -> bool {
+    p.hub
+        .attach(|key| p.registry.put_thread(key, "JVM internal".into()))
+        .is_some()
+}
+
+fn append(
+    p: &'static Profiler,
+    kind: RecordKind,
+    key: u64,
+    arg: u32,
+    extra: u32,
+    attach: impl FnOnce() -> bool,
+) {
+    let ticks = clock::ticks();
+    if p.hub.current().is_none() && !attach() {
+        return;
+    }
+    if let Some(b) = p.hub.current() {
+        b.append(&p.hub, kind, ticks, key, arg, Some(extra), true);
+    }
+}
+
+/// Like [`append`] but never waits and never calls the JVM (GC and ObjectFree callbacks).
+fn append_from_gc(p: &'static Profiler, kind: RecordKind, arg: u32) {
+    let ticks = clock::ticks();
+    if p.hub.current().is_none() && !attach_internal_thread(p) {
+        return;
+    }
+    if let Some(b) = p.hub.current() {
+        b.append(&p.hub, kind, ticks, 0, arg, Some(0), false);
+    }
+}
+
+/// A new object ID (linear from 1); None once the 32-bit space is used up.
+fn new_object_id(p: &Profiler) -> Option<u32> {
+    let id = p
+        .next_object
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    (id != 0 && id < NO_OBJECT).then_some(id)
+}
+
+/// The receiver of the method being entered (`objects=on`), tagged with an ID on first
+/// sight (then recorded as ObjectSeen so the writer defines it). `NO_OBJECT` for static
+/// and native frames and for Class objects (their tags are class keys).
+pub fn receiver(p: &'static Profiler, jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> u32 {
+    let Some(object) = jvmti.local_instance(thread, 0) else {
+        return NO_OBJECT;
+    };
+    match jvmti.tag(object) {
+        Ok(0) => {}
+        Ok(tag) if tag & CLASS_TAG == 0 => return tag as u32,
+        _ => return NO_OBJECT,
+    }
+    let Some(jni) = Jni::from_callback(jni) else {
+        return NO_OBJECT;
+    };
+    let Some(id) = new_object_id(p) else {
+        return NO_OBJECT;
+    };
+    if jvmti.set_tag(object, i64::from(id)).is_err() {
+        return NO_OBJECT;
+    }
+    let classes = Classes {
+        jvmti,
+        jni,
+        registry: &p.registry,
+    };
+    if let Some(class) = jni.object_class(object).and_then(|c| classes.key(c)) {
+        let length = if classes.is_array(class) {
+            jni.array_length(object) as u32
+        } else {
+            NOT_ARRAY
+        };
+        append(
+            p,
+            RecordKind::ObjectSeen,
+            u64::from(class),
+            id,
+            length,
+            || attach_java_thread(p, jvmti, thread),
+        );
+    }
+    id
+}
+
+pub unsafe extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
+    guard(|| {
+        let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
+            return;
+        };
+        p.vm_init(Jvmti::from_raw(env), jni);
+    });
+}
+
+pub unsafe extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            p.close("VM death");
+        }
+    });
+}
+
+pub unsafe extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let jvmti = Jvmti::from_raw(env);
+        append(p, RecordKind::ThreadStart, 0, 0, 0, || {
+            attach_java_thread(p, jvmti, thread)
+        });
+    });
+}
+
+pub unsafe extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let jvmti = Jvmti::from_raw(env);
+        append(p, RecordKind::ThreadEnd, 0, 0, 0, || {
+            attach_java_thread(p, jvmti, thread)
+        });
+        p.hub.detach_current();
+    });
+}
+
+pub unsafe extern "C" fn class_prepare(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    class: jclass,
+) {
+    guard(|| {
+        let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
+            return;
+        };
+        let classes = Classes {
+            jvmti: Jvmti::from_raw(env),
+            jni,
+            registry: &p.registry,
+        };
+        classes.prepared(class);
+    });
+}
+
+pub unsafe extern "C" fn gc_start(_env: *mut jvmtiEnv) {
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            append_from_gc(p, RecordKind::GcStart, 0);
+        }
+    });
+}
+
+pub unsafe extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            append_from_gc(p, RecordKind::GcFinish, 0);
+        }
+    });
+}
+
+pub unsafe extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        if tag & CLASS_TAG == 0 && tag > 0 && tag < i64::from(NO_OBJECT) {
+            append_from_gc(p, RecordKind::ObjectFree, tag as u32);
+        }
+    });
+}
+
+/// SampledObjectAlloc (interval 0: every allocation) and VMObjectAlloc share this; an
+/// object both report is recorded once (the second sees its tag).
+pub unsafe extern "C" fn object_alloc(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    object: jobject,
+    class: jclass,
+    _size: jlong,
+) {
+    let ticks = clock::ticks();
+    guard(|| {
+        let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
+            return;
+        };
+        if !p.hub.is_tracing() {
+            return;
+        }
+        let jvmti = Jvmti::from_raw(env);
+        if jvmti.tag(object) != Ok(0) {
+            return;
+        }
+        let classes = Classes {
+            jvmti,
+            jni,
+            registry: &p.registry,
+        };
+        let Some(key) = classes.key(class) else {
+            return;
+        };
+        let Some(id) = new_object_id(p) else { return };
+        if jvmti.set_tag(object, i64::from(id)).is_err() {
+            return;
+        }
+        let length = if classes.is_array(key) {
+            jni.array_length(object) as u32
+        } else {
+            NOT_ARRAY
+        };
+        if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
+            return;
+        }
+        if let Some(b) = p.hub.current() {
+            b.append(
+                &p.hub,
+                RecordKind::ObjectAlloc,
+                ticks,
+                u64::from(key),
+                id,
+                Some(length),
+                true,
+            );
+        }
+    });
+}

@@ -1,0 +1,51 @@
+//! `capture=events`: JVMTI MethodEntry and MethodExit. Every thread runs interpreted while
+//! these events are enabled, which is what makes this backend slow (hundreds of ns per call)
+//! but exact: exits by exception are reported too (`was_popped_by_exception`).
+
+use super::{entered, exited};
+use crate::callbacks::{attach_java_thread, guard, receiver};
+use crate::clock;
+use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
+use crate::profiler;
+use jlive_writer::record::{MethodKey, NO_OBJECT};
+use jni_sys::{jboolean, jmethodID, jvalue, JNIEnv};
+
+/// JVMTI MethodEntry.
+pub unsafe extern "C" fn method_entry(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    method: jmethodID,
+) {
+    let ticks = clock::ticks();
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let jvmti = Jvmti::from_raw(env);
+        let object = if p.options.objects {
+            receiver(p, jvmti, jni, thread)
+        } else {
+            NO_OBJECT
+        };
+        entered(p, ticks, method as MethodKey, object, || {
+            attach_java_thread(p, jvmti, thread)
+        });
+    });
+}
+
+/// JVMTI MethodExit.
+pub unsafe extern "C" fn method_exit(
+    env: *mut jvmtiEnv,
+    _jni: *mut JNIEnv,
+    thread: jthread,
+    method: jmethodID,
+    _by_exception: jboolean,
+    _value: jvalue,
+) {
+    let ticks = clock::ticks();
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        exited(p, ticks, method as MethodKey, || {
+            attach_java_thread(p, Jvmti::from_raw(env), thread)
+        });
+    });
+}

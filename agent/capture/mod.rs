@@ -1,0 +1,52 @@
+//! How method entries and exits are seen. A capture backend decides only *how* a call is
+//! observed (JVMTI MethodEntry/MethodExit in [`events`]; bytecode instrumentation later) and
+//! reports it through [`entered`] and [`exited`]; buffers, the registry and the writer are the
+//! same for every backend.
+
+pub mod events;
+
+use crate::profiler::Profiler;
+use jlive_writer::record::{MethodKey, RecordKind};
+
+/// Records a method entry on this thread. `attach` makes the thread's buffer on its first
+/// record (naming the thread); `object` is the receiver's ID or `NO_OBJECT`.
+#[inline(always)]
+pub fn entered(
+    p: &'static Profiler,
+    ticks: u64,
+    method: MethodKey,
+    object: u32,
+    attach: impl FnOnce() -> bool,
+) {
+    record(p, RecordKind::MethodEntry, ticks, method, object, attach);
+}
+
+/// Records a method exit (normal or by exception) on this thread.
+#[inline(always)]
+pub fn exited(p: &'static Profiler, ticks: u64, method: MethodKey, attach: impl FnOnce() -> bool) {
+    record(p, RecordKind::MethodExit, ticks, method, 0, attach);
+}
+
+#[inline(always)]
+fn record(
+    p: &'static Profiler,
+    kind: RecordKind,
+    ticks: u64,
+    method: MethodKey,
+    arg: u32,
+    attach: impl FnOnce() -> bool,
+) {
+    let buffer = match p.hub.current() {
+        Some(b) => b,
+        None => {
+            if !attach() {
+                return;
+            }
+            match p.hub.current() {
+                Some(b) => b,
+                None => return,
+            }
+        }
+    };
+    buffer.append(&p.hub, kind, ticks, method, arg, None, true);
+}

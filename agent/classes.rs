@@ -1,0 +1,149 @@
+//! Where a JVM class becomes a registry entry: name, methods in class-file order, fields,
+//! superclass, interfaces, source file, array element. A registered class carries a JVMTI
+//! tag with [`CLASS_TAG`] set and its key in the low bits, so a second lookup costs one
+//! GetTag and object tags (plain IDs) never collide with class tags.
+
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::{self, Jvmti};
+use crate::registry::Registry;
+use jlive_writer::record::{ArrayKind, ClassInfo, ClassKey, Member, MethodKey};
+use jni_sys::jclass;
+use parking_lot::ReentrantMutex;
+
+/// Tag bit marking a class object.
+pub const CLASS_TAG: i64 = 1 << 62;
+
+/// Registration is serialised (re-entrant: a class registers its superclass first).
+static REGISTER: ReentrantMutex<()> = ReentrantMutex::new(());
+
+/// Looks classes up and registers them on one JVM thread.
+pub struct Classes<'a, 'cb> {
+    pub jvmti: Jvmti,
+    pub jni: Jni<'cb>,
+    pub registry: &'a Registry,
+}
+
+impl Classes<'_, '_> {
+    /// The key of a class, registering it (after its superclass and interfaces) if needed.
+    pub fn key(&self, class: jclass) -> Option<ClassKey> {
+        if let Some(key) = self.tagged(class) {
+            return Some(key);
+        }
+        let _serial = REGISTER.lock();
+        if let Some(key) = self.tagged(class) {
+            return Some(key);
+        }
+        let key = self.registry.new_class_key();
+        // Described before it is tagged: another thread that finds the tag also finds the
+        // description. The class graph (superclass, interfaces, element) has no cycles.
+        self.describe_into(class, key);
+        self.jvmti.set_tag(class, CLASS_TAG | i64::from(key)).ok()?;
+        Some(key)
+    }
+
+    /// ClassPrepare: registers the class, or fills in the methods of a class that was
+    /// registered before it was prepared (an array's element class, for instance).
+    pub fn prepared(&self, class: jclass) -> Option<ClassKey> {
+        let key = self.key(class)?;
+        if !self.registry.has_methods(key) {
+            let _serial = REGISTER.lock();
+            self.describe_into(class, key);
+        }
+        Some(key)
+    }
+
+    fn tagged(&self, class: jclass) -> Option<ClassKey> {
+        let tag = self.jvmti.tag(class).ok()?;
+        (tag & CLASS_TAG != 0).then_some((tag & 0xFFFF_FFFF) as ClassKey)
+    }
+
+    fn describe_into(&self, class: jclass, key: ClassKey) {
+        let _frame = self.jni.local_frame(16);
+        let Ok(signature) = self.jvmti.class_signature(class) else {
+            return;
+        };
+        let name = internal_name(&signature);
+        let status = self.jvmti.class_status(class).unwrap_or(0);
+        let array = signature.starts_with('[');
+        let prepared = status & jvmti::CLASS_STATUS_PREPARED != 0;
+        let mut info = ClassInfo {
+            name,
+            superclass: self.jni.superclass(class).and_then(|s| self.key(s)),
+            source_file: self.jvmti.source_file_name(class),
+            ..ClassInfo::default()
+        };
+        for interface in self.jvmti.implemented_interfaces(class).unwrap_or_default() {
+            if let Some(k) = self.key(interface) {
+                info.interfaces.push(k);
+            }
+        }
+        let mut method_keys: Vec<MethodKey> = Vec::new();
+        if array {
+            info.array = self.array_kind(class, &signature);
+        } else if prepared {
+            for m in self.jvmti.class_methods(class).unwrap_or_default() {
+                let (name, signature) = self.jvmti.method_name(m).unwrap_or_default();
+                let access = self.jvmti.method_modifiers(m).unwrap_or(0) as u16;
+                info.methods.push(Member {
+                    name,
+                    signature,
+                    access,
+                });
+                method_keys.push(m as MethodKey);
+            }
+            for f in self.jvmti.class_fields(class).unwrap_or_default() {
+                let (name, signature) = self.jvmti.field_name(class, f).unwrap_or_default();
+                let access = self.jvmti.field_modifiers(class, f).unwrap_or(0) as u16;
+                info.fields.push(Member {
+                    name,
+                    signature,
+                    access,
+                });
+            }
+        }
+        self.registry.put_class(key, info, &method_keys);
+    }
+
+    fn array_kind(&self, class: jclass, signature: &str) -> Option<ArrayKind> {
+        let element = signature.as_bytes().get(1).copied()?;
+        if element == b'L' || element == b'[' {
+            let component = self.jni.component_type(class)?;
+            Some(ArrayKind::Objects(self.key(component)?))
+        } else {
+            Some(ArrayKind::Primitive(element))
+        }
+    }
+
+    /// Whether a registered class is an array class.
+    pub fn is_array(&self, key: ClassKey) -> bool {
+        use jlive_writer::record::Symbols;
+        self.registry.class(key).is_some_and(|c| c.array.is_some())
+    }
+}
+
+/// `Ljava/lang/String;` → `java/lang/String`; array and primitive signatures stay as they are.
+pub fn internal_name(signature: &str) -> String {
+    match signature
+        .strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+    {
+        Some(name) => name.to_string(),
+        None => signature.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn internal_names() {
+        assert_eq!(
+            super::internal_name("Ljava/lang/Object;"),
+            "java/lang/Object"
+        );
+        assert_eq!(super::internal_name("[I"), "[I");
+        assert_eq!(
+            super::internal_name("[Ljava/lang/String;"),
+            "[Ljava/lang/String;"
+        );
+    }
+}

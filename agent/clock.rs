@@ -1,0 +1,102 @@
+//! The tick counter: `rdtsc` on x86-64 when the TSC is invariant, else CLOCK_MONOTONIC
+//! nanoseconds. `ticksPerMicrosecond` is calibrated against CLOCK_MONOTONIC at start-up
+//! (10 ms) and refined over the whole run when the trace closes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
+
+/// Which counter `ticks()` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Tsc,
+    Monotonic,
+}
+
+/// Reads the tick counter. This is on the hot path: one instruction with the TSC.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if USE_TSC.load(Ordering::Relaxed) {
+        // SAFETY: rdtsc has no preconditions on x86-64; it only reads a counter.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    monotonic_ns()
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// True when this CPU has an invariant TSC (CPUID 0x80000007 EDX bit 8).
+pub fn tsc_is_invariant() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        if max >= 0x8000_0007 {
+            return core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0;
+        }
+    }
+    false
+}
+
+/// Chooses the counter (`clock=tsc` falls back to monotonic without an invariant TSC) and
+/// returns it with its calibrated ticks per microsecond.
+pub fn start(want_tsc: bool) -> (Source, u32) {
+    let source = if want_tsc && tsc_is_invariant() {
+        Source::Tsc
+    } else {
+        Source::Monotonic
+    };
+    USE_TSC.store(source == Source::Tsc, Ordering::Relaxed);
+    let origin = pair();
+    let _ = ORIGIN.set(origin);
+    if source == Source::Monotonic {
+        return (source, 1000);
+    }
+    std::thread::sleep(Duration::from_millis(10));
+    (source, rate_since(origin).unwrap_or(1000))
+}
+
+/// The rate measured from start-up until now (None if under 10 ms have passed).
+pub fn refined_rate() -> Option<u32> {
+    if !USE_TSC.load(Ordering::Relaxed) {
+        return Some(1000);
+    }
+    rate_since(*ORIGIN.get()?)
+}
+
+fn rate_since(origin: (u64, u64)) -> Option<u32> {
+    let now = pair();
+    let ns = now.1.checked_sub(origin.1)?;
+    if ns < 10_000_000 {
+        return None;
+    }
+    let ticks = now.0.checked_sub(origin.0)? as f64;
+    let rate = (ticks * 1000.0 / ns as f64).round();
+    (rate >= 1.0 && rate < u32::MAX as f64).then_some(rate as u32)
+}
+
+/// (ticks, monotonic ns) read as close together as possible: the tightest of a few tries.
+fn pair() -> (u64, u64) {
+    let mut best = (0, 0, u64::MAX);
+    for _ in 0..5 {
+        let a = ticks();
+        let ns = monotonic_ns();
+        let b = ticks();
+        if b.wrapping_sub(a) < best.2 {
+            best = (a + (b - a) / 2, ns, b - a);
+        }
+    }
+    (best.0, best.1)
+}

@@ -1,0 +1,61 @@
+//! The symbols the JVM looks up in libjlive.so. Nothing here may unwind into the JVM: every
+//! entry point runs its body under `catch_unwind` and answers JNI_ERR on a panic.
+
+use crate::{log, profiler};
+use jni_sys::{jint, JavaVM, JNI_ERR, JNI_OK};
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn on_load(vm: *mut JavaVM, options: *const c_char) -> jint {
+    let text = if options.is_null() {
+        String::new()
+    } else {
+        // SAFETY: the JVM passes a NUL-terminated option string (or NULL) valid for this call.
+        unsafe { CStr::from_ptr(options) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| profiler::load(vm, &text)));
+    match result {
+        Ok(Ok(())) => JNI_OK,
+        Ok(Err(message)) => {
+            log::to_stderr();
+            log::warn(&message);
+            JNI_ERR
+        }
+        Err(_) => {
+            log::warn("internal error while loading (jlive is not running)");
+            JNI_ERR
+        }
+    }
+}
+
+/// `-agentpath:libjlive.so=OPTIONS` and `-agentlib:jlive=OPTIONS`.
+#[no_mangle]
+pub extern "system" fn Agent_OnLoad(
+    vm: *mut JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> jint {
+    on_load(vm, options)
+}
+
+/// `-Xrunjlive:OPTIONS`.
+#[no_mangle]
+pub extern "system" fn JVM_OnLoad(
+    vm: *mut JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> jint {
+    on_load(vm, options)
+}
+
+/// Called as the library is unloaded; closes the trace if VM death never came.
+#[no_mangle]
+pub extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {
+    let _ = catch_unwind(|| {
+        if let Some(p) = profiler::get() {
+            p.close("unload");
+        }
+    });
+}

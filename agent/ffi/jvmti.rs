@@ -1,0 +1,436 @@
+//! The JVMTI function table, reached through jvmti-sys's types but called by slot number.
+//!
+//! jvmti-sys describes JVMTI 1.2: its table stops at function 155 and its error and event
+//! enums know nothing newer. Receiving an error code a Rust enum does not list would be
+//! undefined behaviour, so every call here goes through [`Jvmti::slot`] with a signature whose
+//! error is a plain `u32`, and newer functions (156 SetHeapSamplingInterval) are reachable.
+//! Each wrapper turns JVMTI-allocated memory into owned Rust values and deallocates it.
+
+use jni_sys::{jclass, jfieldID, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
+pub use jvmti_sys::{jthread, jvmtiEnv, jvmtiEventCallbacks};
+use std::ffi::{c_char, c_uchar, c_void, CStr};
+use std::ptr;
+
+pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+
+pub const ERROR_NONE: u32 = 0;
+pub const ERROR_INVALID_SLOT: u32 = 35;
+pub const ERROR_OPAQUE_FRAME: u32 = 32;
+pub const ERROR_NOT_AVAILABLE: u32 = 98;
+
+pub const EVENT_VM_INIT: u32 = 50;
+pub const EVENT_VM_DEATH: u32 = 51;
+pub const EVENT_THREAD_START: u32 = 52;
+pub const EVENT_THREAD_END: u32 = 53;
+pub const EVENT_CLASS_PREPARE: u32 = 56;
+pub const EVENT_METHOD_ENTRY: u32 = 65;
+pub const EVENT_METHOD_EXIT: u32 = 66;
+pub const EVENT_GARBAGE_COLLECTION_START: u32 = 81;
+pub const EVENT_GARBAGE_COLLECTION_FINISH: u32 = 82;
+pub const EVENT_OBJECT_FREE: u32 = 83;
+pub const EVENT_VM_OBJECT_ALLOC: u32 = 84;
+pub const EVENT_SAMPLED_OBJECT_ALLOC: u32 = 86;
+
+pub const CLASS_STATUS_PREPARED: jint = 2;
+pub const CLASS_STATUS_ARRAY: jint = 16;
+pub const CLASS_STATUS_PRIMITIVE: jint = 32;
+
+/// Capability bit numbers, in the order of jvmtiCapabilities' bit fields.
+pub mod cap {
+    pub const TAG_OBJECTS: u32 = 0;
+    pub const GET_SOURCE_FILE_NAME: u32 = 11;
+    pub const ACCESS_LOCAL_VARIABLES: u32 = 14;
+    pub const MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
+    pub const GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
+    pub const GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
+    pub const GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
+    pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+    pub const GENERATE_OBJECT_FREE_EVENTS: u32 = 32;
+    pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
+}
+
+/// jvmtiCapabilities: 128 one-bit fields, least significant bit first.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Capabilities([u32; 4]);
+
+impl Capabilities {
+    pub fn set(&mut self, bit: u32) {
+        self.0[(bit / 32) as usize] |= 1 << (bit % 32);
+    }
+    pub fn has(&self, bit: u32) -> bool {
+        self.0[(bit / 32) as usize] & (1 << (bit % 32)) != 0
+    }
+}
+
+pub type SampledObjectAllocFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong);
+
+/// jvmtiEventCallbacks as JVMTI 11+ lays it out: jvmti-sys's struct (events 50..84), then
+/// event 85 (reserved) and 86 (SampledObjectAlloc).
+#[repr(C)]
+#[derive(Default)]
+pub struct EventCallbacks {
+    pub base: jvmtiEventCallbacks,
+    pub reserved85: Option<unsafe extern "C" fn()>,
+    pub sampled_object_alloc: Option<SampledObjectAllocFn>,
+}
+
+/// A JVMTI error code with its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JvmtiError(pub u32);
+
+impl std::fmt::Display for JvmtiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self.0 {
+            10 => "INVALID_THREAD",
+            15 => "THREAD_NOT_ALIVE",
+            21 => "INVALID_CLASS",
+            22 => "CLASS_NOT_PREPARED",
+            23 => "INVALID_METHODID",
+            32 => "OPAQUE_FRAME",
+            35 => "INVALID_SLOT",
+            98 => "NOT_AVAILABLE",
+            99 => "MUST_POSSESS_CAPABILITY",
+            100 => "NULL_POINTER",
+            110 => "OUT_OF_MEMORY",
+            112 => "WRONG_PHASE",
+            113 => "INTERNAL",
+            115 => "UNATTACHED_THREAD",
+            116 => "INVALID_ENVIRONMENT",
+            _ => "",
+        };
+        write!(f, "JVMTI error {} {}", self.0, name)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, JvmtiError>;
+
+fn check(code: u32) -> Result<()> {
+    if code == ERROR_NONE {
+        Ok(())
+    } else {
+        Err(JvmtiError(code))
+    }
+}
+
+/// A JVMTI environment. JVMTI functions may be called from any thread attached to the VM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jvmti(*mut jvmtiEnv);
+
+// SAFETY: a jvmtiEnv is valid on every thread of the VM; the pointer is never freed by us.
+unsafe impl Send for Jvmti {}
+// SAFETY: as above; JVMTI functions are thread-safe.
+unsafe impl Sync for Jvmti {}
+
+/// Calls JVMTI function number `$n` (as numbered in jvmti.h) with the given argument types.
+macro_rules! call {
+    ($env:expr, $n:expr, ($($t:ty),*), $($arg:expr),*) => {{
+        match $env.slot($n) {
+            None => Err(JvmtiError(ERROR_NOT_AVAILABLE)),
+            Some(f) => {
+                // SAFETY: slot $n of a jvmtiInterface_1 holds a function of exactly this
+                // signature (jvmti.h); arguments are valid for the duration of the call.
+                let f: unsafe extern "C" fn(*mut jvmtiEnv $(, $t)*) -> u32 = unsafe { std::mem::transmute(f) };
+                check(unsafe { f($env.0 $(, $arg)*) })
+            }
+        }
+    }};
+}
+
+impl Jvmti {
+    /// The JVMTI environment of a VM, from `GetEnv`.
+    pub fn from_vm(vm: *mut JavaVM) -> Option<Jvmti> {
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: vm is the JavaVM the JVM passed to Agent_OnLoad; its invoke table is valid.
+        let rc = unsafe { ((**vm).GetEnv?)(vm, &mut env, JVMTI_VERSION_1_2) };
+        (rc == 0 && !env.is_null()).then_some(Jvmti(env as *mut jvmtiEnv))
+    }
+
+    pub fn raw(&self) -> *mut jvmtiEnv {
+        self.0
+    }
+
+    /// Wraps the environment pointer a JVMTI callback receives.
+    pub fn from_raw(env: *mut jvmtiEnv) -> Jvmti {
+        Jvmti(env)
+    }
+
+    /// Function number `n` of the table, if the VM fills it.
+    fn slot(&self, n: usize) -> Option<*const c_void> {
+        // SAFETY: *self.0 is the function table, an array of pointers; jvmti.h numbers
+        // functions from 1, and tables of JDK 11+ hold at least 156 entries.
+        let f = unsafe {
+            let table = *self.0 as *const *const c_void;
+            *table.add(n - 1)
+        };
+        (!f.is_null()).then_some(f)
+    }
+
+    fn deallocate<T>(&self, p: *mut T) {
+        if !p.is_null() {
+            let _ = call!(self, 47, (*mut c_uchar), p as *mut c_uchar);
+        }
+    }
+
+    /// Takes a JVMTI-allocated C string as an owned String (lossy for modified UTF-8).
+    fn take_string(&self, p: *mut c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: JVMTI returns NUL-terminated strings it allocated; freed right after.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p);
+        s
+    }
+
+    /// Takes a JVMTI-allocated array of `count` items.
+    fn take_array<T: Copy>(&self, p: *mut T, count: jint) -> Vec<T> {
+        if p.is_null() || count <= 0 {
+            self.deallocate(p);
+            return Vec::new();
+        }
+        // SAFETY: JVMTI filled `count` elements at p; copied out before deallocation.
+        let v = unsafe { std::slice::from_raw_parts(p, count as usize) }.to_vec();
+        self.deallocate(p);
+        v
+    }
+
+    pub fn potential_capabilities(&self) -> Result<Capabilities> {
+        let mut caps = Capabilities::default();
+        call!(self, 140, (*mut Capabilities), &mut caps)?;
+        Ok(caps)
+    }
+
+    pub fn add_capabilities(&self, caps: &Capabilities) -> Result<()> {
+        call!(self, 142, (*const Capabilities), caps)
+    }
+
+    pub fn set_event_callbacks(&self, callbacks: &EventCallbacks) -> Result<()> {
+        let size = std::mem::size_of::<EventCallbacks>() as jint;
+        call!(self, 122, (*const EventCallbacks, jint), callbacks, size)
+    }
+
+    /// Enables or disables an event for every thread.
+    pub fn set_event(&self, event: u32, enable: bool) -> Result<()> {
+        let mode: u32 = if enable { 1 } else { 0 };
+        call!(self, 2, (u32, u32, jthread), mode, event, ptr::null_mut())
+    }
+
+    pub fn set_heap_sampling_interval(&self, interval: jint) -> Result<()> {
+        call!(self, 156, (jint), interval)
+    }
+
+    pub fn class_signature(&self, class: jclass) -> Result<String> {
+        let mut sig: *mut c_char = ptr::null_mut();
+        call!(
+            self,
+            48,
+            (jclass, *mut *mut c_char, *mut *mut c_char),
+            class,
+            &mut sig,
+            ptr::null_mut()
+        )?;
+        Ok(self.take_string(sig))
+    }
+
+    pub fn class_status(&self, class: jclass) -> Result<jint> {
+        let mut status: jint = 0;
+        call!(self, 49, (jclass, *mut jint), class, &mut status)?;
+        Ok(status)
+    }
+
+    pub fn source_file_name(&self, class: jclass) -> Option<String> {
+        let mut name: *mut c_char = ptr::null_mut();
+        call!(self, 50, (jclass, *mut *mut c_char), class, &mut name).ok()?;
+        Some(self.take_string(name))
+    }
+
+    /// Methods in class-file order (with can_maintain_original_method_order).
+    pub fn class_methods(&self, class: jclass) -> Result<Vec<jmethodID>> {
+        let (mut n, mut p): (jint, *mut jmethodID) = (0, ptr::null_mut());
+        call!(
+            self,
+            52,
+            (jclass, *mut jint, *mut *mut jmethodID),
+            class,
+            &mut n,
+            &mut p
+        )?;
+        Ok(self.take_array(p, n))
+    }
+
+    pub fn class_fields(&self, class: jclass) -> Result<Vec<jfieldID>> {
+        let (mut n, mut p): (jint, *mut jfieldID) = (0, ptr::null_mut());
+        call!(
+            self,
+            53,
+            (jclass, *mut jint, *mut *mut jfieldID),
+            class,
+            &mut n,
+            &mut p
+        )?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// Direct superinterfaces, as local references.
+    pub fn implemented_interfaces(&self, class: jclass) -> Result<Vec<jclass>> {
+        let (mut n, mut p): (jint, *mut jclass) = (0, ptr::null_mut());
+        call!(
+            self,
+            54,
+            (jclass, *mut jint, *mut *mut jclass),
+            class,
+            &mut n,
+            &mut p
+        )?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// (name, signature) of a field.
+    pub fn field_name(&self, class: jclass, field: jfieldID) -> Result<(String, String)> {
+        let (mut name, mut sig): (*mut c_char, *mut c_char) = (ptr::null_mut(), ptr::null_mut());
+        call!(
+            self,
+            60,
+            (
+                jclass,
+                jfieldID,
+                *mut *mut c_char,
+                *mut *mut c_char,
+                *mut *mut c_char
+            ),
+            class,
+            field,
+            &mut name,
+            &mut sig,
+            ptr::null_mut()
+        )?;
+        Ok((self.take_string(name), self.take_string(sig)))
+    }
+
+    pub fn field_modifiers(&self, class: jclass, field: jfieldID) -> Result<jint> {
+        let mut m: jint = 0;
+        call!(
+            self,
+            62,
+            (jclass, jfieldID, *mut jint),
+            class,
+            field,
+            &mut m
+        )?;
+        Ok(m)
+    }
+
+    /// (name, signature) of a method.
+    pub fn method_name(&self, method: jmethodID) -> Result<(String, String)> {
+        let (mut name, mut sig): (*mut c_char, *mut c_char) = (ptr::null_mut(), ptr::null_mut());
+        call!(
+            self,
+            64,
+            (
+                jmethodID,
+                *mut *mut c_char,
+                *mut *mut c_char,
+                *mut *mut c_char
+            ),
+            method,
+            &mut name,
+            &mut sig,
+            ptr::null_mut()
+        )?;
+        Ok((self.take_string(name), self.take_string(sig)))
+    }
+
+    pub fn method_modifiers(&self, method: jmethodID) -> Result<jint> {
+        let mut m: jint = 0;
+        call!(self, 66, (jmethodID, *mut jint), method, &mut m)?;
+        Ok(m)
+    }
+
+    /// Every loaded class, as local references.
+    pub fn loaded_classes(&self) -> Result<Vec<jclass>> {
+        let (mut n, mut p): (jint, *mut jclass) = (0, ptr::null_mut());
+        call!(self, 78, (*mut jint, *mut *mut jclass), &mut n, &mut p)?;
+        Ok(self.take_array(p, n))
+    }
+
+    pub fn tag(&self, object: jobject) -> Result<jlong> {
+        let mut tag: jlong = 0;
+        call!(self, 106, (jobject, *mut jlong), object, &mut tag)?;
+        Ok(tag)
+    }
+
+    pub fn set_tag(&self, object: jobject, tag: jlong) -> Result<()> {
+        call!(self, 107, (jobject, jlong), object, tag)
+    }
+
+    /// The name of a thread (NULL = the current thread). The thread group and context
+    /// class loader references it returns are local references the caller's frame frees.
+    pub fn thread_name(&self, thread: jthread) -> Result<String> {
+        let mut info = ThreadInfo::default();
+        call!(self, 9, (jthread, *mut ThreadInfo), thread, &mut info)?;
+        Ok(self.take_string(info.name))
+    }
+
+    /// `this` of the frame at `depth`, or None for static and native frames.
+    pub fn local_instance(&self, thread: jthread, depth: jint) -> Option<jobject> {
+        let mut object: jobject = ptr::null_mut();
+        call!(
+            self,
+            155,
+            (jthread, jint, *mut jobject),
+            thread,
+            depth,
+            &mut object
+        )
+        .ok()?;
+        (!object.is_null()).then_some(object)
+    }
+}
+
+/// jvmtiThreadInfo.
+#[repr(C)]
+struct ThreadInfo {
+    name: *mut c_char,
+    priority: jint,
+    is_daemon: u8,
+    thread_group: jobject,
+    context_class_loader: jobject,
+}
+
+impl Default for ThreadInfo {
+    fn default() -> Self {
+        ThreadInfo {
+            name: ptr::null_mut(),
+            priority: 0,
+            is_daemon: 0,
+            thread_group: ptr::null_mut(),
+            context_class_loader: ptr::null_mut(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_bits_land_in_the_right_words() {
+        let mut c = Capabilities::default();
+        c.set(cap::TAG_OBJECTS);
+        c.set(cap::GENERATE_OBJECT_FREE_EVENTS);
+        c.set(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
+        assert_eq!(c.0, [1, 1 | (1 << 11), 0, 0]);
+        assert!(c.has(43) && !c.has(42));
+    }
+
+    #[test]
+    fn callbacks_struct_reaches_event_86() {
+        // 35 slots for events 50..84, then 85 and 86.
+        assert_eq!(
+            std::mem::size_of::<EventCallbacks>(),
+            37 * std::mem::size_of::<usize>()
+        );
+    }
+}

@@ -1,0 +1,398 @@
+//! Agent options: `key=value` pairs separated by commas; lists inside a value use `;`.
+//! A bad key or value is one line naming it, what is accepted, and the nearest valid key.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capture {
+    Events,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Methods {
+    On,
+    Entry,
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gc {
+    Light,
+    On,
+    Off,
+}
+
+/// Everything the agent was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub file: String,
+    pub capture: Capture,
+    pub methods: Methods,
+    pub gc: Gc,
+    pub alloc: bool,
+    pub objects: bool,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub tsc: bool,
+    /// JinsightLive header platform; None = this machine's.
+    pub platform: Option<u32>,
+    /// Per-thread buffer size in bytes.
+    pub buffer: usize,
+    /// None = stderr.
+    pub log: Option<String>,
+    pub help: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            file: "jlive-%p.trc".into(),
+            capture: Capture::Events,
+            methods: Methods::On,
+            gc: Gc::Light,
+            alloc: false,
+            objects: false,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            tsc: true,
+            platform: None,
+            buffer: 64 * 1024,
+            log: None,
+            help: false,
+        }
+    }
+}
+
+/// (key, values with the default first, meaning) — the table `help` prints.
+pub const KEYS: &[(&str, &str, &str)] = &[
+    (
+        "format",
+        "binary | jinsight",
+        "trace format: JinsightLive binary",
+    ),
+    (
+        "file",
+        "jlive-%p.trc",
+        "trace file; %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS)",
+    ),
+    (
+        "capture",
+        "events",
+        "how entries and exits are seen: JVMTI MethodEntry/MethodExit",
+    ),
+    (
+        "methods",
+        "on | entry | off",
+        "entries and exits / entries only / none",
+    ),
+    (
+        "gc",
+        "light | on | off",
+        "GC start and stop / plus object frees / none",
+    ),
+    (
+        "alloc",
+        "off | on",
+        "object and array allocations (OBJECT_CREATED, ARRAY_CREATED)",
+    ),
+    (
+        "objects",
+        "off | on",
+        "receiver object IDs on entries of instance methods",
+    ),
+    (
+        "include",
+        "(all)",
+        "class-name globs to trace, ';'-separated, e.g. com.acme.*;org.x.Y",
+    ),
+    (
+        "exclude",
+        "(none)",
+        "class-name globs not to trace, ';'-separated",
+    ),
+    (
+        "clock",
+        "tsc | monotonic",
+        "tick source (tsc only when the TSC is invariant)",
+    ),
+    (
+        "platform",
+        "auto | linux_x86 | linux_390 | win32_x86 | aix_ppc | os390 | solaris_sparc",
+        "header platform; selects event byte order",
+    ),
+    ("buffer", "64k", "per-thread buffer size (4k..64m)"),
+    ("log", "stderr | PATH", "where jlive's own messages go"),
+    ("help", "", "print this table and exit"),
+];
+
+/// Keys of DESIGN.md that this build does not implement yet.
+const LATER: &[&str] = &[
+    "start", "delay", "duration", "control", "token", "monitors", "plugin", "jvmpi",
+];
+
+/// A rejected option string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError(pub String);
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn bad_value(key: &str, value: &str, accepted: &str) -> OptionError {
+    OptionError(format!(
+        "bad value '{}' for option '{}': accepted {}",
+        value, key, accepted
+    ))
+}
+
+fn on_off(key: &str, value: &str) -> Result<bool, OptionError> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(bad_value(key, value, "on, off")),
+    }
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// "64k", "1m", "65536" → bytes.
+fn size(key: &str, value: &str) -> Result<usize, OptionError> {
+    let lower = value.to_ascii_lowercase();
+    let (digits, unit) = match lower.strip_suffix('k') {
+        Some(d) => (d, 1024),
+        None => match lower.strip_suffix('m') {
+            Some(d) => (d, 1024 * 1024),
+            None => (lower.as_str(), 1),
+        },
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| bad_value(key, value, "a size such as 64k or 1m"))?;
+    let bytes = n.saturating_mul(unit);
+    if !(4096..=64 * 1024 * 1024).contains(&bytes) {
+        return Err(bad_value(key, value, "a size from 4k to 64m"));
+    }
+    Ok(bytes)
+}
+
+fn platform(value: &str) -> Result<Option<u32>, OptionError> {
+    if value == "auto" {
+        return Ok(None);
+    }
+    jlive_writer::jinsight::PLATFORM_NAMES
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, p)| Some(*p))
+        .ok_or_else(|| bad_value("platform", value, KEYS[10].1))
+}
+
+impl Options {
+    /// Parses the string after `=` in `-agentpath:libjlive.so=...`.
+    pub fn parse(text: &str) -> Result<Options, OptionError> {
+        let mut o = Options::default();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), v.trim()),
+                None => (item, ""),
+            };
+            o.set(key, value)?;
+        }
+        Ok(o)
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
+        match key {
+            "format" => match value {
+                "binary" | "jinsight" => {}
+                "orca" | "tptp" | "tptp-xml" => {
+                    return Err(OptionError(format!(
+                        "format={} is not available in this build yet: accepted binary, jinsight",
+                        value
+                    )))
+                }
+                _ => return Err(bad_value(key, value, "binary, jinsight")),
+            },
+            "file" if value.is_empty() => return Err(bad_value(key, value, "a file path")),
+            "file" => self.file = value.to_string(),
+            "capture" => match value {
+                "events" => self.capture = Capture::Events,
+                "bci" => {
+                    return Err(OptionError(
+                        "capture=bci is not available in this build yet: accepted events".into(),
+                    ))
+                }
+                _ => return Err(bad_value(key, value, "events")),
+            },
+            "methods" => {
+                self.methods = match value {
+                    "on" => Methods::On,
+                    "entry" => Methods::Entry,
+                    "off" => Methods::Off,
+                    _ => return Err(bad_value(key, value, "on, entry, off")),
+                }
+            }
+            "gc" => {
+                self.gc = match value {
+                    "light" => Gc::Light,
+                    "on" => Gc::On,
+                    "off" => Gc::Off,
+                    _ => return Err(bad_value(key, value, "light, on, off")),
+                }
+            }
+            "alloc" => self.alloc = on_off(key, value)?,
+            "objects" => self.objects = on_off(key, value)?,
+            "include" => self.include = list(value),
+            "exclude" => self.exclude = list(value),
+            "clock" => {
+                self.tsc = match value {
+                    "tsc" => true,
+                    "monotonic" => false,
+                    _ => return Err(bad_value(key, value, "tsc, monotonic")),
+                }
+            }
+            "platform" => self.platform = platform(value)?,
+            "buffer" => self.buffer = size(key, value)?,
+            "log" => self.log = (value != "stderr" && !value.is_empty()).then(|| value.to_string()),
+            "help" => self.help = true,
+            _ if LATER.contains(&key) => {
+                return Err(OptionError(format!(
+                    "option '{}' is not available in this build yet",
+                    key
+                )))
+            }
+            _ => return Err(unknown_key(key)),
+        }
+        Ok(())
+    }
+
+    /// The trace path with %p and %t filled in.
+    pub fn file_path(&self, pid: u32, start_epoch_secs: u64) -> String {
+        self.file
+            .replace("%p", &pid.to_string())
+            .replace("%t", &utc_stamp(start_epoch_secs))
+            .replace("%n", "0")
+    }
+}
+
+fn unknown_key(key: &str) -> OptionError {
+    let nearest = KEYS
+        .iter()
+        .map(|(k, _, _)| (distance(key, k), *k))
+        .min()
+        .filter(|(d, _)| *d <= 3)
+        .map(|(_, k)| format!("; did you mean '{}'?", k))
+        .unwrap_or_default();
+    let valid: Vec<&str> = KEYS.iter().map(|(k, _, _)| *k).collect();
+    OptionError(format!(
+        "unknown option '{}'{} valid options: {}",
+        key,
+        nearest,
+        valid.join(", ")
+    ))
+}
+
+/// Levenshtein distance.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Seconds since the epoch as UTC `YYYYMMDDTHHMMSS`.
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}",
+        y,
+        m,
+        d,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The text `help` prints: every option with its values (default first).
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "jlive: usage: java -agentpath:/path/to/libjlive.so[=key=value,...] ...\n\
+         jlive: options (values: default first):\n",
+    );
+    for (key, values, meaning) in KEYS {
+        s.push_str(&format!("jlive:   {:<9} {:<28} {}\n", key, values, meaning));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_values() {
+        assert_eq!(Options::parse("").unwrap(), Options::default());
+        let o = Options::parse("format=binary,file=/tmp/x-%p.trc,methods=entry,gc=off,alloc=on,objects=on,include=com.acme.*;org.x.Y,platform=linux_390,buffer=1m,clock=monotonic").unwrap();
+        assert_eq!(o.methods, Methods::Entry);
+        assert_eq!(o.gc, Gc::Off);
+        assert!(o.alloc && o.objects && !o.tsc);
+        assert_eq!(o.include, ["com.acme.*", "org.x.Y"]);
+        assert_eq!(o.platform, Some(55));
+        assert_eq!(o.buffer, 1 << 20);
+        assert_eq!(o.file_path(42, 0), "/tmp/x-42.trc");
+    }
+
+    #[test]
+    fn bad_keys_suggest_the_nearest() {
+        let e = Options::parse("fromat=binary").unwrap_err().0;
+        assert!(
+            e.contains("unknown option 'fromat'") && e.contains("did you mean 'format'"),
+            "{}",
+            e
+        );
+        let e = Options::parse("methods=maybe").unwrap_err().0;
+        assert_eq!(
+            e,
+            "bad value 'maybe' for option 'methods': accepted on, entry, off"
+        );
+        assert!(Options::parse("buffer=1").is_err());
+        assert!(Options::parse("control=off")
+            .unwrap_err()
+            .0
+            .contains("not available"));
+    }
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101T000000");
+        assert_eq!(utc_stamp(1_795_263_480), "20261121T122800");
+    }
+}

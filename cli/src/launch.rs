@@ -1,0 +1,171 @@
+//! `jlive run` and `jlive demo`: start java with `-agentpath:libjlive.so=OPTIONS`.
+
+use jlive_writer::jinsight::check::check;
+use jlive_writer::stats::{Stats, Trace};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The demo program, compiled by build.rs (javac --release 8).
+const DEMO_CLASS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo/Demo.class"));
+
+/// libjlive.so: $JLIVE_LIB, next to this program, or in ../lib.
+pub fn agent_library() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("JLIVE_LIB") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate the jlive program: {}", e))?;
+    let dir = exe.parent().ok_or("jlive has no directory")?;
+    for candidate in [
+        dir.join("libjlive.so"),
+        dir.join("../lib/libjlive.so"),
+        dir.join("../libjlive.so"),
+    ] {
+        if candidate.is_file() {
+            return Ok(candidate.canonicalize().unwrap_or(candidate));
+        }
+    }
+    Err(format!(
+        "libjlive.so not found next to {} (build it with `cargo build --release`, or set JLIVE_LIB)",
+        exe.display()
+    ))
+}
+
+/// Agent options from `key=value`, `--key value` and `--key=value` words.
+pub fn agent_options(words: &[String]) -> Result<String, String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if let Some(flag) = w.strip_prefix("--") {
+            if flag.contains('=') {
+                out.push(flag.to_string());
+            } else if flag == "help" {
+                out.push("help".into());
+            } else {
+                let value = words
+                    .get(i + 1)
+                    .ok_or_else(|| format!("--{} needs a value", flag))?;
+                out.push(format!("{}={}", flag, value));
+                i += 1;
+            }
+        } else {
+            out.push(w.clone());
+        }
+        i += 1;
+    }
+    Ok(out.join(","))
+}
+
+/// The java program to use when the command line names none: $JAVA_HOME/bin/java or java.
+fn java() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) if PathBuf::from(&home).join("bin/java").is_file() => {
+            PathBuf::from(home).join("bin/java")
+        }
+        _ => PathBuf::from("java"),
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(s)) => 128u8.wrapping_add(s as u8),
+        _ => 1,
+    }
+}
+
+/// `jlive run [OPTIONS] -- java ARGS...`: exits with java's exit code.
+pub fn run(args: &[String]) -> Result<u8, String> {
+    let split = args
+        .iter()
+        .position(|a| a == "--")
+        .ok_or("expected `--` before the java command")?;
+    let (options, command) = (&args[..split], &args[split + 1..]);
+    let (program, java_args) = command.split_first().ok_or("no java command after `--`")?;
+    let lib = agent_library()?;
+    let options = agent_options(options)?;
+    let agent = if options.is_empty() {
+        format!("-agentpath:{}", lib.display())
+    } else {
+        format!("-agentpath:{}={}", lib.display(), options)
+    };
+    let status = Command::new(program)
+        .arg(agent)
+        .args(java_args)
+        .status()
+        .map_err(|e| format!("cannot start {}: {}", program, e))?;
+    Ok(exit_code(status))
+}
+
+/// `jlive demo [OPTIONS]`: traces the bundled demo into jlive-demo.trc and prints its stats.
+pub fn demo(args: &[String]) -> Result<u8, String> {
+    let dir = std::env::temp_dir().join(format!("jlive-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {}", dir.display(), e))?;
+    std::fs::write(dir.join("Demo.class"), DEMO_CLASS)
+        .map_err(|e| format!("cannot write the demo class: {}", e))?;
+    let mut options = agent_options(args)?;
+    let trace = match options.split(',').find_map(|o| o.strip_prefix("file=")) {
+        Some(f) => PathBuf::from(f),
+        None => {
+            let f = PathBuf::from("jlive-demo.trc");
+            options = if options.is_empty() {
+                "file=jlive-demo.trc".into()
+            } else {
+                format!("file=jlive-demo.trc,{}", options)
+            };
+            f
+        }
+    };
+    let lib = agent_library()?;
+    println!(
+        "$ java -agentpath:{}={} -cp {} Demo",
+        lib.display(),
+        options,
+        dir.display()
+    );
+    let status = Command::new(java())
+        .arg(format!("-agentpath:{}={}", lib.display(), options))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("Demo")
+        .status()
+        .map_err(|e| {
+            format!(
+                "cannot start java (install openjdk-17-jdk-headless or set JAVA_HOME): {}",
+                e
+            )
+        })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if !status.success() {
+        return Err(format!("the demo program failed ({})", status));
+    }
+    let data =
+        std::fs::read(&trace).map_err(|e| format!("cannot read {}: {}", trace.display(), e))?;
+    let checked = check(&data).map_err(|e| format!("{} does not check: {}", trace.display(), e))?;
+    let decoded = Trace::decode(&data).map_err(|e| e.to_string())?;
+    println!(
+        "\ntrace {} ({} bytes) checks: {} events in {} burst(s)\n",
+        trace.display(),
+        data.len(),
+        checked.events,
+        checked.bursts
+    );
+    print!("{}", Stats::of(&decoded).report(10));
+    println!("\nmore: jlive dump {} | less", trace.display());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn options_from_words() {
+        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            super::agent_options(&w(&["--file", "a.trc", "alloc=on", "--gc=off"])).unwrap(),
+            "file=a.trc,alloc=on,gc=off"
+        );
+        assert!(super::agent_options(&w(&["--file"])).is_err());
+    }
+}

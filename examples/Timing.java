@@ -1,0 +1,17 @@
+/** Measures System.nanoTime() around markA() ... markB() with a 300 ms sleep between. */
+public class Timing {
+    static void markA() {
+    }
+
+    static void markB() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        long t0 = System.nanoTime();
+        markA();
+        Thread.sleep(300);
+        markB();
+        long t1 = System.nanoTime();
+        System.out.println("elapsed_us=" + (t1 - t0) / 1000);
+    }
+}
