@@ -25,6 +25,8 @@ use std::sync::Arc;
 pub struct ThreadBuffer {
     pub key: ThreadKey,
     busy: AtomicBool,
+    /// Above 0 while the agent itself runs Java code on this thread (not traced).
+    quiet: AtomicU32,
     records: UnsafeCell<Vec<Record>>,
     /// Serialises the cold operations (retire, collect) of this buffer.
     cold: Mutex<()>,
@@ -101,6 +103,7 @@ impl Hub {
         let buffer = Arc::new(ThreadBuffer {
             key,
             busy: AtomicBool::new(false),
+            quiet: AtomicU32::new(0),
             records: UnsafeCell::new(Vec::with_capacity(self.capacity)),
             cold: Mutex::new(()),
         });
@@ -115,6 +118,20 @@ impl Hub {
         CURRENT.with(|c| c.set(p));
         // SAFETY: the Arc now lives in OWNER until the thread exits or retires.
         Some(unsafe { &*p })
+    }
+
+    /// Runs `f` with this thread's recording muted: Java code the agent runs through JNI
+    /// (Class.getComponentType) is not the application's and must not appear in its trace.
+    pub fn quietly<T>(&self, f: impl FnOnce() -> T) -> T {
+        let buffer = self.current();
+        if let Some(b) = buffer {
+            b.quiet.fetch_add(1, Ordering::Relaxed);
+        }
+        let result = f();
+        if let Some(b) = buffer {
+            b.quiet.fetch_sub(1, Ordering::Relaxed);
+        }
+        result
     }
 
     /// Ends this thread's recording: its partial batch goes to the writer.
@@ -199,6 +216,9 @@ impl ThreadBuffer {
         extra: Option<u32>,
         blocking: bool,
     ) -> bool {
+        if self.quiet.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
         self.busy.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if !hub.tracing.load(Ordering::Relaxed) {

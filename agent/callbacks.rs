@@ -41,15 +41,16 @@ fn attach_internal_thread(p: &'static Profiler) -> bool {
         .is_some()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn append(
     p: &'static Profiler,
     kind: RecordKind,
+    ticks: u64,
     key: u64,
     arg: u32,
     extra: u32,
     attach: impl FnOnce() -> bool,
 ) {
-    let ticks = clock::ticks();
     if p.hub.current().is_none() && !attach() {
         return;
     }
@@ -80,7 +81,14 @@ fn new_object_id(p: &Profiler) -> Option<u32> {
 /// The receiver of the method being entered (`objects=on`), tagged with an ID on first
 /// sight (then recorded as ObjectSeen so the writer defines it). `NO_OBJECT` for static
 /// and native frames and for Class objects (their tags are class keys).
-pub fn receiver(p: &'static Profiler, jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) -> u32 {
+/// `ticks` is the entry's own time, so the ObjectSeen record does not follow it in time.
+pub fn receiver(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    ticks: u64,
+) -> u32 {
     let Some(object) = jvmti.local_instance(thread, 0) else {
         return NO_OBJECT;
     };
@@ -112,6 +120,7 @@ pub fn receiver(p: &'static Profiler, jvmti: Jvmti, jni: *mut JNIEnv, thread: jt
         append(
             p,
             RecordKind::ObjectSeen,
+            ticks,
             u64::from(class),
             id,
             length,
@@ -142,7 +151,7 @@ pub unsafe extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thr
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
-        append(p, RecordKind::ThreadStart, 0, 0, 0, || {
+        append(p, RecordKind::ThreadStart, clock::ticks(), 0, 0, 0, || {
             attach_java_thread(p, jvmti, thread)
         });
     });
@@ -152,7 +161,7 @@ pub unsafe extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, threa
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
-        append(p, RecordKind::ThreadEnd, 0, 0, 0, || {
+        append(p, RecordKind::ThreadEnd, clock::ticks(), 0, 0, 0, || {
             attach_java_thread(p, jvmti, thread)
         });
         p.hub.detach_current();
@@ -213,7 +222,6 @@ pub unsafe extern "C" fn object_alloc(
     class: jclass,
     _size: jlong,
 ) {
-    let ticks = clock::ticks();
     guard(|| {
         let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
             return;
@@ -225,12 +233,15 @@ pub unsafe extern "C" fn object_alloc(
         if jvmti.tag(object) != Ok(0) {
             return;
         }
+        if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
+            return;
+        }
         let classes = Classes {
             jvmti,
             jni,
             registry: &p.registry,
         };
-        let Some(key) = classes.key(class) else {
+        let Some(key) = p.hub.quietly(|| classes.key(class)) else {
             return;
         };
         let Some(id) = new_object_id(p) else { return };
@@ -242,9 +253,8 @@ pub unsafe extern "C" fn object_alloc(
         } else {
             NOT_ARRAY
         };
-        if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
-            return;
-        }
+        // Stamped after the registration above, which may have run (muted) Java code.
+        let ticks = clock::ticks();
         if let Some(b) = p.hub.current() {
             b.append(
                 &p.hub,

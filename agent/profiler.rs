@@ -64,6 +64,13 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     }
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
     add_capabilities(jvmti, &options)?;
+    if options.alloc {
+        // Now, before any Java thread exists: each thread's sampler starts at "every
+        // allocation" instead of a first sample after 512 KiB.
+        jvmti
+            .set_heap_sampling_interval(0)
+            .map_err(|e| format!("cannot sample every allocation (alloc=on): {}", e))?;
+    }
     let (source, rate) = clock::start(options.tsc);
     let start = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -270,14 +277,19 @@ impl Profiler {
             ticks: clock::ticks(),
         });
         self.hub.start();
-        if self.options.alloc {
-            if let Err(e) = jvmti.set_heap_sampling_interval(0) {
-                log::warn(&format!("cannot sample every allocation: {}", e));
-            }
-        }
         for event in self.traced_events() {
             if let Err(e) = jvmti.set_event(event, true) {
                 log::warn(&format!("enabling JVMTI event {} failed: {}", event, e));
+            }
+        }
+        if self.options.alloc {
+            // Retires every thread's TLAB, so that the next allocation of each thread takes
+            // the sampler's slow path; from then on every allocation is sampled.
+            if let Err(e) = jvmti.force_garbage_collection() {
+                log::warn(&format!(
+                    "allocations before the first TLAB refill may be missed: {}",
+                    e
+                ));
             }
         }
     }

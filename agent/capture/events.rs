@@ -22,7 +22,7 @@ pub unsafe extern "C" fn method_entry(
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
         let object = if p.options.objects {
-            receiver(p, jvmti, jni, thread)
+            receiver(p, jvmti, jni, thread, ticks)
         } else {
             NO_OBJECT
         };

@@ -221,6 +221,10 @@ impl Jvmti {
         call!(self, 156, (jint), interval)
     }
 
+    pub fn force_garbage_collection(&self) -> Result<()> {
+        call!(self, 108, (),)
+    }
+
     pub fn class_signature(&self, class: jclass) -> Result<String> {
         let mut sig: *mut c_char = ptr::null_mut();
         call!(
