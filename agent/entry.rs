@@ -30,19 +30,15 @@ fn on_load(vm: *mut JavaVM, options: *const c_char) -> jint {
     }
 }
 
-/// `-agentpath:libjlive.so=OPTIONS` and `-agentlib:jlive=OPTIONS`.
+/// `-agentpath:libjlive.so=OPTIONS`, `-agentlib:jlive=OPTIONS` and `-Xrunjlive:OPTIONS`.
+///
+/// There is deliberately no `JVM_OnLoad`. HotSpot calls a -Xrun library's JVM_OnLoad while
+/// the VM is still being created, when `GetEnv` answers JNI_EDETACHED for every version
+/// (jni_GetEnv refuses until create_vm has returned), so no JVMTI environment could be had
+/// there. A -Xrun library without JVM_OnLoad is converted into an agent and its
+/// Agent_OnLoad is called at the normal agent time instead: `-Xrunjlive` works through this.
 #[no_mangle]
 pub extern "system" fn Agent_OnLoad(
-    vm: *mut JavaVM,
-    options: *mut c_char,
-    _reserved: *mut c_void,
-) -> jint {
-    on_load(vm, options)
-}
-
-/// `-Xrunjlive:OPTIONS`.
-#[no_mangle]
-pub extern "system" fn JVM_OnLoad(
     vm: *mut JavaVM,
     options: *mut c_char,
     _reserved: *mut c_void,

@@ -1,0 +1,228 @@
+//! Shared by the integration tests: the JDKs to run, the agent, the example classes, running
+//! a JVM with a deadline, and reading its trace back with exact counts.
+
+#![allow(dead_code)]
+
+use jlive_writer::jinsight::{check::check, Event};
+use jlive_writer::stats::Trace;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The longest a traced JVM may take before the test calls it hung.
+pub const DEADLINE: Duration = Duration::from_secs(240);
+
+pub struct Jdk {
+    pub name: &'static str,
+    pub home: PathBuf,
+}
+
+impl Jdk {
+    pub fn java(&self) -> PathBuf {
+        self.home.join("bin/java")
+    }
+}
+
+/// JDK 17 always (a missing one fails the test); JDK 25 when this machine has it.
+pub fn jdks() -> Vec<Jdk> {
+    let jdk17 = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64");
+    assert!(
+        jdk17.join("bin/java").is_file(),
+        "JDK 17 is missing: apt-get install -y openjdk-17-jdk-headless"
+    );
+    let mut v = vec![Jdk {
+        name: "jdk17",
+        home: jdk17,
+    }];
+    let jdk25 = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if jdk25.join("bin/java").is_file() {
+        v.push(Jdk {
+            name: "jdk25",
+            home: jdk25,
+        });
+    } else {
+        println!(
+            "skipping JDK 25: /usr/lib/jvm/temurin-25-jdk-amd64 is not installed on this machine"
+        );
+    }
+    v
+}
+
+/// target/<profile>/libjlive.so, next to the deps/ directory holding this test binary.
+pub fn agent() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let lib = profile_dir.join("libjlive.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: build the workspace first",
+        lib.display()
+    );
+    lib
+}
+
+/// The compiled examples/ programs.
+pub fn classes() -> PathBuf {
+    PathBuf::from(env!("JLIVE_EXAMPLE_CLASSES"))
+}
+
+/// A fresh scratch directory.
+pub fn scratch(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "jlive-test-{}-{}-{}",
+        std::process::id(),
+        name,
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Runs a command to completion, killing it and failing the test past [`DEADLINE`].
+pub fn run(mut command: Command) -> Run {
+    let start = Instant::now();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start java");
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let (out, err) = (read(Box::new(out)), read(Box::new(err)));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("the JVM did not exit within {:?}: {:?}", DEADLINE, command);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// `java [-agentpath:libjlive.so=OPTIONS] -cp examples ARGS...`
+pub fn java(jdk: &Jdk, options: Option<&str>, args: &[&str]) -> Run {
+    let mut c = Command::new(jdk.java());
+    if let Some(o) = options {
+        c.arg(format!("-agentpath:{}={}", agent().display(), o));
+    }
+    c.arg("-cp").arg(classes()).args(args);
+    run(c)
+}
+
+/// Runs a program traced and untraced; asserts identical stdout and exit code; returns the
+/// decoded trace, which must pass `jlive check`.
+pub fn traced(jdk: &Jdk, options: &str, args: &[&str]) -> (Run, Trace) {
+    let dir = scratch(args[0]);
+    let file = dir.join("t.trc");
+    let traced = java(
+        jdk,
+        Some(&format!("file={},{}", file.display(), options)),
+        args,
+    );
+    let plain = java(jdk, None, args);
+    assert_eq!(
+        traced.code, plain.code,
+        "{}: exit code changed under the agent; stderr: {}",
+        jdk.name, traced.stderr
+    );
+    assert_eq!(
+        traced.stdout, plain.stdout,
+        "{}: stdout changed under the agent",
+        jdk.name
+    );
+    assert!(
+        !traced.stderr.contains("jlive:"),
+        "{}: the agent complained: {}",
+        jdk.name,
+        traced.stderr
+    );
+    let trace = read_trace(&file);
+    let _ = std::fs::remove_dir_all(&dir);
+    (traced, trace)
+}
+
+/// Reads a trace; it must pass the checker and decode whole.
+pub fn read_trace(file: &Path) -> Trace {
+    let data = std::fs::read(file).unwrap_or_else(|e| panic!("trace {}: {}", file.display(), e));
+    if let Err(e) = check(&data) {
+        panic!("{} fails jlive check: {}", file.display(), e);
+    }
+    Trace::decode(&data).expect("decode")
+}
+
+/// Per method name (`pkg/Class.method`) and thread ID: (entries, leaves), pairing each
+/// METHOD_LEAVE with its entry through a per-thread stack.
+pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
+    let mut out: HashMap<(String, u32), (u64, u64)> = HashMap::new();
+    let mut stacks: HashMap<u32, Vec<String>> = HashMap::new();
+    for (_, e) in &trace.events {
+        match e {
+            Event::BeginBurst { .. } => stacks.clear(),
+            Event::MethodEnter {
+                thread,
+                class,
+                method,
+                ..
+            } => {
+                let name = trace.method_name(*class, *method);
+                out.entry((name.clone(), *thread)).or_default().0 += 1;
+                stacks.entry(*thread).or_default().push(name);
+            }
+            Event::MethodLeave { thread, .. } => {
+                if let Some(name) = stacks.entry(*thread).or_default().pop() {
+                    out.entry((name, *thread)).or_default().1 += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// (entries, leaves) of a method summed over all threads.
+pub fn total(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> (u64, u64) {
+    calls
+        .iter()
+        .filter(|((m, _), _)| m == method)
+        .fold((0, 0), |acc, (_, &(e, l))| (acc.0 + e, acc.1 + l))
+}
+
+/// Threads on which a method was entered.
+pub fn threads_of(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = calls
+        .keys()
+        .filter(|(m, _)| m == method)
+        .map(|(_, t)| *t)
+        .collect();
+    v.sort();
+    v
+}
