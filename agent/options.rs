@@ -393,6 +393,7 @@ mod tests {
     #[test]
     fn utc_stamps() {
         assert_eq!(utc_stamp(0), "19700101T000000");
-        assert_eq!(utc_stamp(1_795_263_480), "20261121T122800");
+        assert_eq!(utc_stamp(1_795_263_480), "20261121T121800");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000");
     }
 }

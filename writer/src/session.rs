@@ -10,8 +10,35 @@ use crate::filter::ClassFilter;
 use crate::jinsight::{self, ClassLoad, Encoder, Event, MemberDef};
 use crate::record::*;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Seek, Write};
 use std::sync::Arc;
+
+/// Hashes the integer keys of the session's tables (method keys are pointers, class and
+/// thread keys serials) with one multiply: they need no protection from crafted collisions.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n ^ (n >> 29))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(21);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 /// Highest class ID; 0xFFFF is the reader's null class.
 const MAX_CLASS_ID: u32 = 0xFFFE;
@@ -63,9 +90,11 @@ pub struct Session<W: Write + Seek> {
     encoder: Encoder<W>,
     symbols: Arc<dyn Symbols>,
     config: SessionConfig,
-    classes: HashMap<ClassKey, ClassSlot>,
-    methods: HashMap<MethodKey, Option<(u16, u16)>>,
-    threads: HashMap<ThreadKey, ThreadState>,
+    classes: Map<ClassKey, ClassSlot>,
+    methods: Map<MethodKey, Option<(u16, u16)>>,
+    threads: Map<ThreadKey, ThreadState>,
+    /// The thread whose batch is being written, taken out of `threads` meanwhile.
+    current: (ThreadKey, ThreadState),
     /// Class key of each object this file defined, by object ID (0 = not defined).
     objects: Vec<ClassKey>,
     next_class: u32,
@@ -82,9 +111,10 @@ impl<W: Write + Seek> Session<W> {
             encoder,
             symbols,
             config,
-            classes: HashMap::new(),
-            methods: HashMap::new(),
-            threads: HashMap::new(),
+            classes: Map::default(),
+            methods: Map::default(),
+            threads: Map::default(),
+            current: (0, ThreadState::default()),
             objects: Vec::new(),
             next_class: 2,
             next_thread: 1,
@@ -166,10 +196,27 @@ impl<W: Write + Seek> Session<W> {
             self.counts.outside_burst += batch.records.len() as u64;
             return Ok(());
         }
+        let state = self.threads.remove(&batch.thread).unwrap_or_default();
+        self.current = (batch.thread, state);
+        let mut result = Ok(());
         for record in &batch.records {
-            self.record(batch.thread, record)?;
+            result = self.record(batch.thread, record);
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        let (key, state) = std::mem::take(&mut self.current);
+        self.threads.insert(key, state);
+        result
+    }
+
+    /// The state of a thread: the one whose batch is being written, or one from the table.
+    fn state(&mut self, key: ThreadKey) -> &mut ThreadState {
+        if self.current.0 == key {
+            &mut self.current.1
+        } else {
+            self.threads.entry(key).or_default()
+        }
     }
 
     fn tick(&mut self, ticks: u64) {
@@ -193,7 +240,7 @@ impl<W: Write + Seek> Session<W> {
                 })
             }
             RecordKind::ThreadEnd => {
-                let state = self.threads.entry(thread).or_default();
+                let state = self.state(thread);
                 state.frames = Vec::new();
                 match state.id {
                     Some(id) => self.emit(Event::ThreadExit {
@@ -217,7 +264,7 @@ impl<W: Write + Seek> Session<W> {
     fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
         let target = self.method(r.key, r.ticks)?;
         if !self.config.entries_only {
-            let frames = &mut self.threads.entry(thread).or_default().frames;
+            let frames = &mut self.state(thread).frames;
             frames.push(Frame {
                 traced: target.is_some(),
                 overhead: r.extra,
@@ -243,7 +290,7 @@ impl<W: Write + Seek> Session<W> {
     }
 
     fn method_exit(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
-        let state = self.threads.entry(thread).or_default();
+        let state = self.state(thread);
         let Some(frame) = state.frames.pop() else {
             return Ok(()); // entered before tracing began
         };
@@ -425,13 +472,13 @@ impl<W: Write + Seek> Session<W> {
 
     /// The JinsightLive ID of a thread, written as THREAD_DEFINE the first time.
     fn thread_id(&mut self, key: ThreadKey, ticks: u64) -> io::Result<u32> {
-        if let Some(id) = self.threads.get(&key).and_then(|s| s.id) {
+        if let Some(id) = self.state(key).id {
             return Ok(id);
         }
         let id = self.next_thread;
         self.next_thread += 1;
         self.counts.threads += 1;
-        self.threads.entry(key).or_default().id = Some(id);
+        self.state(key).id = Some(id);
         let name = self
             .symbols
             .thread(key)

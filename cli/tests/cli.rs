@@ -1,0 +1,174 @@
+//! The `jlive` command on real traces: demo, check (accepting and rejecting), dump, stats, run.
+
+use jlive_writer::jinsight::{Decoder, Event};
+use jlive_writer::stats::Trace;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn jlive(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jlive"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run jlive")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jlive-cli-{}-{}", std::process::id(), name));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The demo's trace, made once per test that needs it.
+fn demo_trace(dir: &Path) -> PathBuf {
+    let out = jlive(&["demo"], dir);
+    assert!(out.status.success(), "jlive demo failed: {}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("total ") && said.contains("top methods by calls"),
+        "{}",
+        said
+    );
+    dir.join("jlive-demo.trc")
+}
+
+#[test]
+fn demo_traces_the_clerks_exactly() {
+    let dir = scratch("demo");
+    let trace = Trace::decode(&std::fs::read(demo_trace(&dir)).unwrap()).unwrap();
+    let mut price_calls = std::collections::HashMap::new();
+    for (_, e) in &trace.events {
+        if let Event::MethodEnter {
+            thread,
+            class,
+            method,
+            ..
+        } = e
+        {
+            if trace.method_name(*class, *method) == "Demo.price" {
+                *price_calls.entry(trace.thread_name(*thread)).or_insert(0) += 1;
+            }
+        }
+    }
+    // clerk-c prices 200 * (c + 1) orders.
+    assert_eq!(price_calls.get("clerk-0"), Some(&200));
+    assert_eq!(price_calls.get("clerk-1"), Some(&400));
+    assert_eq!(price_calls.get("clerk-2"), Some(&600));
+}
+
+#[test]
+fn check_accepts_good_and_rejects_truncated_flipped_and_empty_files() {
+    let dir = scratch("check");
+    let good = demo_trace(&dir);
+    let out = jlive(&["check", good.to_str().unwrap()], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains(": ok: "));
+
+    let data = std::fs::read(&good).unwrap();
+    let mut decoder = Decoder::new(&data).unwrap();
+    let mut first_entry = None;
+    while let Some((offset, e)) = decoder.next_event().unwrap() {
+        if matches!(e, Event::MethodEnter { .. }) {
+            first_entry = Some(offset);
+            break;
+        }
+    }
+    let at = first_entry.expect("the demo has method entries");
+    let mut flipped = data.clone();
+    flipped[at] ^= 0xFF;
+    let cases: Vec<(&str, Vec<u8>, Option<usize>)> = vec![
+        ("truncated.trc", data[..data.len() - 7].to_vec(), None),
+        ("flipped.trc", flipped, Some(at)),
+        ("empty.trc", Vec::new(), Some(0)),
+    ];
+    for (name, bytes, offset) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = jlive(&["check", path.to_str().unwrap()], &dir);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{}: {}", name, said);
+        assert!(said.contains("bad at offset"), "{}: {}", name, said);
+        if let Some(o) = offset {
+            assert!(
+                said.contains(&format!("bad at offset {}:", o)),
+                "{}: {}",
+                name,
+                said
+            );
+        }
+        assert!(!said.contains("panicked"), "{}", said);
+    }
+}
+
+#[test]
+fn dump_and_stats_resolve_names() {
+    let dir = scratch("dump");
+    let trace = demo_trace(&dir);
+    let path = trace.to_str().unwrap();
+    let dump = jlive(&["dump", path], &dir);
+    assert!(dump.status.success());
+    let lines = String::from_utf8_lossy(&dump.stdout);
+    let events = Trace::decode(&std::fs::read(&trace).unwrap())
+        .unwrap()
+        .events
+        .len();
+    assert_eq!(
+        lines.lines().count(),
+        events + 1,
+        "a header line and one line per event"
+    );
+    assert!(lines.contains("METHOD_ENTER thread=") && lines.contains("Demo.price"));
+    let stats = jlive(&["stats", "--top", "3", path], &dir);
+    let said = text(&stats);
+    assert!(
+        said.contains("top methods by calls") && said.contains("clerk-2"),
+        "{}",
+        said
+    );
+}
+
+#[test]
+fn run_adds_the_agent_and_keeps_the_exit_code() {
+    let dir = scratch("run");
+    let out = jlive(&["run", "--file", "v.trc", "--", "java", "-version"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let checked = jlive(&["check", "v.trc"], &dir);
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked));
+    let missing = jlive(
+        &[
+            "run",
+            "file=m.trc",
+            "--",
+            "java",
+            "-cp",
+            "/nonexistent",
+            "NoSuchMain",
+        ],
+        &dir,
+    );
+    assert_eq!(
+        missing.status.code(),
+        Some(1),
+        "java's own exit code: {}",
+        text(&missing)
+    );
+    let bad = jlive(
+        &["run", "--fromat", "binary", "--", "java", "-version"],
+        &dir,
+    );
+    assert_ne!(bad.status.code(), Some(0));
+    assert!(
+        text(&bad).contains("did you mean 'format'"),
+        "{}",
+        text(&bad)
+    );
+}
