@@ -5,8 +5,13 @@ use jlive_writer::stats::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "../../tests/common/agent_build.rs"]
+mod agent_build;
+
 fn jlive(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jlive"))
+    let exe = Path::new(env!("CARGO_BIN_EXE_jlive"));
+    agent_build::built_agent(exe.parent().expect("target/<profile>"));
+    Command::new(exe)
         .args(args)
         .current_dir(dir)
         .output()
