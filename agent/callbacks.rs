@@ -130,7 +130,7 @@ pub fn receiver(
     id
 }
 
-pub unsafe extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
+pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
     guard(|| {
         let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
             return;
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: 
     });
 }
 
-pub unsafe extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
+pub extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             p.close("VM death");
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
     });
 }
 
-pub unsafe extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thr
     });
 }
 
-pub unsafe extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+pub extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
@@ -168,7 +168,7 @@ pub unsafe extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, threa
     });
 }
 
-pub unsafe extern "C" fn class_prepare(
+pub extern "C" fn class_prepare(
     env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     _thread: jthread,
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn class_prepare(
     });
 }
 
-pub unsafe extern "C" fn gc_start(_env: *mut jvmtiEnv) {
+pub extern "C" fn gc_start(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcStart, 0);
@@ -195,7 +195,7 @@ pub unsafe extern "C" fn gc_start(_env: *mut jvmtiEnv) {
     });
 }
 
-pub unsafe extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
+pub extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcFinish, 0);
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
     });
 }
 
-pub unsafe extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
+pub extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         if tag & CLASS_TAG == 0 && tag > 0 && tag < i64::from(NO_OBJECT) {
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
 
 /// SampledObjectAlloc (interval 0: every allocation) and VMObjectAlloc share this; an
 /// object both report is recorded once (the second sees its tag).
-pub unsafe extern "C" fn object_alloc(
+pub extern "C" fn object_alloc(
     env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     thread: jthread,

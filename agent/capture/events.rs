@@ -11,7 +11,7 @@ use jlive_writer::record::{MethodKey, NO_OBJECT};
 use jni_sys::{jboolean, jmethodID, jvalue, JNIEnv};
 
 /// JVMTI MethodEntry.
-pub unsafe extern "C" fn method_entry(
+pub extern "C" fn method_entry(
     env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     thread: jthread,
@@ -33,7 +33,7 @@ pub unsafe extern "C" fn method_entry(
 }
 
 /// JVMTI MethodExit.
-pub unsafe extern "C" fn method_exit(
+pub extern "C" fn method_exit(
     env: *mut jvmtiEnv,
     _jni: *mut JNIEnv,
     thread: jthread,

@@ -3,6 +3,12 @@
 //! A [`LocalFrame`] brackets a callback that creates local references (interfaces, thread
 //! groups, component types): PushLocalFrame on entry, PopLocalFrame on drop, so references
 //! can neither leak nor outlive the callback that made them.
+//!
+//! JNI references (`jobject`, `jclass`, `jthread`) and JVMTI IDs are opaque handles that only
+//! the JVM dereferences; passing one that is not live is the JVM's documented error, not a
+//! Rust memory access, hence the lint allowance below.
+
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use jni_sys::{jclass, jint, jmethodID, jobject, jvalue, JNIEnv};
 use std::ffi::CStr;

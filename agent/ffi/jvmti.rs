@@ -5,6 +5,12 @@
 //! undefined behaviour, so every call here goes through [`Jvmti::slot`] with a signature whose
 //! error is a plain `u32`, and newer functions (156 SetHeapSamplingInterval) are reachable.
 //! Each wrapper turns JVMTI-allocated memory into owned Rust values and deallocates it.
+//!
+//! JNI references (`jobject`, `jclass`, `jthread`) and JVMTI IDs are opaque handles that only
+//! the JVM dereferences; passing one that is not live is the JVM's documented error, not a
+//! Rust memory access, hence the lint allowance below.
+
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use jni_sys::{jclass, jfieldID, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 pub use jvmti_sys::{jthread, jvmtiEnv, jvmtiEventCallbacks};

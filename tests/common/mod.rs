@@ -50,20 +50,17 @@ pub fn jdks() -> Vec<Jdk> {
     v
 }
 
-/// target/<profile>/libjlive.so, next to the deps/ directory holding this test binary.
+mod agent_build;
+
+/// target/<profile>/libjlive.so, next to the deps/ directory holding this test binary,
+/// built fresh by the first call.
 pub fn agent() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
-    let lib = profile_dir.join("libjlive.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build the workspace first",
-        lib.display()
-    );
-    lib
+    agent_build::built_agent(profile_dir)
 }
 
 /// The compiled examples/ programs.
