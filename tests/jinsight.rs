@@ -133,6 +133,59 @@ fn allocations_of_a_class_and_of_int_arrays_are_counted_exactly() {
     }
 }
 
+fn count(trace: &jlive_writer::stats::Trace, name: &str) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|(_, e)| e.name() == name)
+        .count()
+}
+
+#[test]
+fn collections_and_reclaimed_objects_are_counted_exactly() {
+    for jdk in jdks() {
+        // Three System.gc() calls: three collections.
+        let (_, trace) = traced(
+            &jdk,
+            &format!("{},gc=on", CAPTURE),
+            &["Collect", "300", "3"],
+        );
+        assert_eq!(
+            (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+            (3, 3),
+            "{}",
+            jdk.name
+        );
+        // With alloc=on jlive forces one collection at VM init (see README), then the three.
+        let (_, trace) = traced(
+            &jdk,
+            &format!("{},alloc=on,gc=on", CAPTURE),
+            &["Collect", "300", "3"],
+        );
+        assert_eq!(
+            (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+            (4, 4),
+            "{}",
+            jdk.name
+        );
+        let mut garbage = std::collections::HashSet::new();
+        let mut reclaimed = 0;
+        for (_, e) in &trace.events {
+            match e {
+                Event::ObjectCreated { object, class, .. }
+                    if trace.class_name(*class) == "Collect$Garbage" =>
+                {
+                    garbage.insert(*object);
+                }
+                Event::ObjectReclaimed { object, .. } if garbage.contains(object) => reclaimed += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(garbage.len(), 300, "{}: Garbage objects created", jdk.name);
+        assert_eq!(reclaimed, 300, "{}: Garbage objects reclaimed", jdk.name);
+    }
+}
+
 #[test]
 fn receiver_object_ids_with_objects_on() {
     for jdk in jdks() {
