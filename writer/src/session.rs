@@ -83,6 +83,9 @@ struct ClassSlot {
     /// None while being defined, when over the limit, or when the class is unknown.
     id: Option<u16>,
     traced: bool,
+    /// Methods in the written definition: a class registered before it was prepared is
+    /// written without methods and defined again, complete, when one of them is entered.
+    methods: usize,
 }
 
 /// Turns batches into events on one encoder.
@@ -316,12 +319,17 @@ impl<W: Write + Seek> Session<W> {
                 None
             }
             Some(m) => {
-                let slot = self.class_slot(m.class, ticks)?;
+                let mut slot = self.class_slot(m.class, ticks)?;
+                if slot.is_some_and(|s| s.id.is_some() && usize::from(m.index) >= s.methods) {
+                    self.classes.remove(&m.class);
+                    slot = self.class_slot(m.class, ticks)?;
+                }
                 match slot {
                     Some(ClassSlot {
                         id: Some(id),
                         traced: true,
-                    }) => Some((id, m.index)),
+                        methods,
+                    }) if usize::from(m.index) < methods => Some((id, m.index)),
                     _ => None,
                 }
             }
@@ -344,7 +352,12 @@ impl<W: Write + Seek> Session<W> {
         };
         let traced = self.config.filter.traces(&info.name);
         // Marked before recursing so that a cyclic description cannot loop.
-        self.classes.insert(key, ClassSlot { id: None, traced });
+        let pending = ClassSlot {
+            id: None,
+            traced,
+            methods: 0,
+        };
+        self.classes.insert(key, pending);
         let superclass = match info.superclass {
             Some(k) => self.class_id(k, ticks)?.unwrap_or(jinsight::CLASS_OBJECT),
             None => jinsight::CLASS_OBJECT,
@@ -356,7 +369,7 @@ impl<W: Write + Seek> Session<W> {
             }
         }
         let Some(id) = self.assign_class_id(&info.name, ticks)? else {
-            return Ok(Some(ClassSlot { id: None, traced }));
+            return Ok(Some(pending));
         };
         let superclass = if id == jinsight::CLASS_OBJECT {
             id
@@ -367,6 +380,7 @@ impl<W: Write + Seek> Session<W> {
         let slot = ClassSlot {
             id: Some(id),
             traced,
+            methods: info.methods.len(),
         };
         self.classes.insert(key, slot);
         Ok(Some(slot))
@@ -462,6 +476,7 @@ impl<W: Write + Seek> Session<W> {
                         ClassSlot {
                             id: Some(id),
                             traced: true,
+                            methods: 0,
                         },
                     );
                 }

@@ -302,3 +302,99 @@ fn decoder_never_panics_on_garbage() {
         let _ = Trace::decode(&bad);
     }
 }
+
+/// A registry in which app/Lazy (6) has no methods until it is prepared; [Lapp/Lazy; is 7.
+struct Evolving {
+    prepared: std::sync::atomic::AtomicBool,
+}
+
+impl Symbols for Evolving {
+    fn method(&self, key: MethodKey) -> Option<MethodRef> {
+        (key == 200 && self.prepared.load(std::sync::atomic::Ordering::Relaxed))
+            .then_some(MethodRef { class: 6, index: 1 })
+    }
+    fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
+        let prepared = self.prepared.load(std::sync::atomic::Ordering::Relaxed);
+        match key {
+            6 => Some(Arc::new(ClassInfo {
+                name: "app/Lazy".into(),
+                superclass: Some(1),
+                methods: if prepared {
+                    vec![member("<init>", "()V"), member("run", "()V")]
+                } else {
+                    Vec::new()
+                },
+                ..Default::default()
+            })),
+            7 => Some(Arc::new(ClassInfo {
+                name: "[Lapp/Lazy;".into(),
+                superclass: Some(1),
+                array: Some(ArrayKind::Objects(6)),
+                ..Default::default()
+            })),
+            _ => Fixture.class(key),
+        }
+    }
+    fn class_by_name(&self, name: &str) -> Option<ClassKey> {
+        Fixture.class_by_name(name)
+    }
+    fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
+        Fixture.thread(key)
+    }
+}
+
+#[test]
+fn a_class_defined_before_it_was_prepared_is_defined_again_complete() {
+    let symbols = Arc::new(Evolving {
+        prepared: false.into(),
+    });
+    let enc = Encoder::new(
+        Cursor::new(Vec::new()),
+        &header(jinsight::PLATFORM_LINUX_X86),
+    )
+    .unwrap();
+    let mut s = Session::new(enc, symbols.clone(), SessionConfig::default());
+    s.begin_burst(1).unwrap();
+    let alloc = vec![Record::new(RecordKind::ObjectAlloc, 5, 7, 1, 3)];
+    s.batch(&Batch {
+        thread: 1,
+        records: alloc,
+    })
+    .unwrap();
+    symbols
+        .prepared
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    s.batch(&Batch {
+        thread: 1,
+        records: vec![entry(6, 200), exit(7, 200)],
+    })
+    .unwrap();
+    let (out, _, _) = s.finish(None).unwrap();
+    let data = out.into_inner();
+    check(&data).expect("the entry refers to a complete definition");
+    let trace = Trace::decode(&data).unwrap();
+    let loads: Vec<(u16, usize)> = trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::ClassLoad(c) if c.name == "app/Lazy" => Some((c.class, c.methods.len())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        loads.len(),
+        2,
+        "defined without methods, then again with them: {:?}",
+        loads
+    );
+    assert_eq!(loads[1].1, 2);
+    let stats = Stats::of(&trace);
+    assert_eq!(
+        stats
+            .methods
+            .iter()
+            .find(|m| m.name == "app/Lazy.run")
+            .map(|m| m.calls),
+        Some(1)
+    );
+}
