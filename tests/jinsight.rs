@@ -514,3 +514,58 @@ fn h2_sql_script_is_traced() {
     assert_eq!((entries, leaves), (1, 1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_full_disk_leaves_the_program_alone() {
+    let jdk = &jdks()[0];
+    let run = java(jdk, Some("file=/dev/full"), &["Fib"]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(run.stdout.trim(), "fib(20) = 6765");
+    assert!(
+        run.stderr
+            .contains("jlive: writing the trace failed: No space left on device"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
+    use std::io::BufRead;
+    let jdk = &jdks()[0];
+    let dir = scratch("killed");
+    let file = dir.join("k.trc");
+    let mut child = std::process::Command::new(jdk.java())
+        .arg(format!(
+            "-agentpath:{}=file={}",
+            agent().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(classes())
+        .arg("Endless")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    // Past the 100 ms flush interval, then SIGKILL: no VM death, no close.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let data = std::fs::read(&file).unwrap();
+    let err = jlive_writer::jinsight::check::check(&data).unwrap_err();
+    assert_eq!(err.offset, data.len(), "only the end is missing: {}", err);
+    assert!(err.message.contains("no TraceEnd"), "{}", err);
+    let trace = jlive_writer::stats::Trace::decode(&data).expect("every written event decodes");
+    let (entries, _) = total(&calls(&trace), "Endless.tick");
+    assert!(
+        entries >= 100_000,
+        "the calls before 'ready' were flushed: {}",
+        entries
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
