@@ -6,12 +6,14 @@
 //! over the bounded channel (waiting if the writer is behind: nothing is dropped) and take an
 //! empty vector from the pool.
 //!
-//! Every buffer is registered with the hub when it is created, so a burst end or VM death can
-//! collect every thread's partial batch, including threads that are blocked or never return.
-//! Collection is a Dekker handshake: the collector clears `tracing` and then waits for each
-//! buffer's `busy` to be clear; an owner sets `busy` and then reads `tracing` (both sides with
-//! sequentially consistent ordering), so either the owner sees tracing off and leaves, or the
-//! collector sees it busy and waits the few nanoseconds until it is done.
+//! Every buffer is registered with the hub when it is created, so a burst end, a roll or VM
+//! death can collect every thread's partial batch, including threads that are blocked or never
+//! return. Collection is a Dekker handshake per buffer: the collector sets the buffer's
+//! `paused` and then waits for its `busy` to be clear; an owner sets `busy` and then reads
+//! `paused` (both sides sequentially consistent), so either the owner sees the pause and waits
+//! (a few microseconds, while the collector swaps the vector), or the collector sees it busy
+//! and waits the few nanoseconds until the record is stored. Nothing is lost either way. A
+//! burst end also clears `tracing` first, so that records stop once the burst is over.
 
 use crate::clock;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -25,6 +27,8 @@ use std::sync::Arc;
 pub struct ThreadBuffer {
     pub key: ThreadKey,
     busy: AtomicBool,
+    /// Set by a collector while it takes the records.
+    paused: AtomicBool,
     /// Above 0 while the agent itself runs Java code on this thread (not traced).
     quiet: AtomicU32,
     records: UnsafeCell<Vec<Record>>,
@@ -50,6 +54,13 @@ thread_local! {
     /// Fast access to this thread's buffer; the Arc in OWNER keeps it alive.
     static CURRENT: Cell<*const ThreadBuffer> = const { Cell::new(std::ptr::null()) };
     static OWNER: RefCell<Option<Retire>> = const { RefCell::new(None) };
+    /// Set on jlive's own threads (control): they are never traced.
+    static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as one of jlive's own: it never gets a buffer.
+pub fn mark_agent_thread() {
+    AGENT_THREAD.with(|a| a.set(true));
 }
 
 /// Retires the thread's buffer when the thread goes away without a ThreadEnd event.
@@ -94,6 +105,9 @@ impl Hub {
         &'static self,
         register: impl FnOnce(ThreadKey),
     ) -> Option<&'static ThreadBuffer> {
+        if AGENT_THREAD.with(|a| a.get()) {
+            return None;
+        }
         if let Some(b) = self.current() {
             // SAFETY: see current(); the buffer lives as long as this thread's OWNER entry.
             return Some(unsafe { &*(b as *const ThreadBuffer) });
@@ -103,6 +117,7 @@ impl Hub {
         let buffer = Arc::new(ThreadBuffer {
             key,
             busy: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
             quiet: AtomicU32::new(0),
             records: UnsafeCell::new(Vec::with_capacity(self.capacity)),
             cold: Mutex::new(()),
@@ -157,16 +172,32 @@ impl Hub {
     /// message on the channel (a burst end) follows every record made before it.
     pub fn stop_and_collect(&self) {
         self.tracing.store(false, Ordering::SeqCst);
+        self.collect();
+    }
+
+    /// Sends every thread's partial batch to the writer without stopping: records made after a
+    /// thread's batch was taken follow the next message on the channel (a roll, a flush).
+    pub fn collect(&self) {
         let buffers: Vec<Arc<ThreadBuffer>> = self.buffers.lock().clone();
         for buffer in buffers {
-            let _cold = buffer.cold.lock();
-            while buffer.busy.load(Ordering::SeqCst) {
-                std::hint::spin_loop();
-                std::thread::yield_now();
-            }
-            let records = buffer.take(self);
+            let records = {
+                let _cold = buffer.cold.lock();
+                buffer.paused.store(true, Ordering::SeqCst);
+                while buffer.busy.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                    std::thread::yield_now();
+                }
+                let records = buffer.take(self);
+                buffer.paused.store(false, Ordering::Release);
+                records
+            };
             self.send(buffer.key, records, true);
         }
+    }
+
+    /// Threads with a buffer.
+    pub fn threads(&self) -> usize {
+        self.buffers.lock().len()
     }
 
     /// Sends a control message to the writer (after the batches already sent).
@@ -221,6 +252,9 @@ impl ThreadBuffer {
         }
         self.busy.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
+        while self.paused.load(Ordering::Relaxed) {
+            self.wait_for_collector();
+        }
         if !hub.tracing.load(Ordering::Relaxed) {
             self.busy.store(false, Ordering::Release);
             return false;
@@ -245,6 +279,17 @@ impl ThreadBuffer {
         }
         self.busy.store(false, Ordering::Release);
         true
+    }
+
+    /// A collector is taking this buffer: step aside until it is done, then mark busy again.
+    #[cold]
+    fn wait_for_collector(&self) {
+        self.busy.store(false, Ordering::SeqCst);
+        while self.paused.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     #[cold]

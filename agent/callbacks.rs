@@ -178,12 +178,14 @@ pub extern "C" fn class_prepare(
         let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
             return;
         };
+        let jvmti = Jvmti::from_raw(env);
         let classes = Classes {
-            jvmti: Jvmti::from_raw(env),
+            jvmti,
             jni,
             registry: &p.registry,
         };
         classes.prepared(class);
+        crate::javaapi::bind_if_api(jvmti, jni, class);
     });
 }
 

@@ -53,5 +53,6 @@ pub extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {
         if let Some(p) = profiler::get() {
             p.close("unload");
         }
+        crate::control::remove_socket();
     });
 }

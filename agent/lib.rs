@@ -3,6 +3,8 @@
 //! A JVMTI event becomes a trace record like this:
 //! - `entry.rs`: Agent_OnLoad / JVM_OnLoad / Agent_OnUnload, the only exported symbols.
 //! - `options.rs`: the option string; `profiler.rs`: load, VM init, close.
+//! - `burst.rs`: bursts begin and end here, whoever asks: `control.rs` (the control socket
+//!   and the timers), `javaapi.rs` (jlive.Jlive, InstrumentVMSupport) or VM init and death.
 //! - `capture/`: how method entries and exits are seen (`events.rs`: JVMTI MethodEntry/Exit).
 //! - `callbacks.rs`: every other JVMTI event (threads, classes, GC, allocations, frees).
 //! - `classes.rs` + `registry.rs`: JVM classes, methods and threads as keys the writer resolves.
@@ -13,12 +15,15 @@
 //! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate.
 
 pub mod buffer;
+pub mod burst;
 pub mod callbacks;
 pub mod capture;
 pub mod classes;
 pub mod clock;
+pub mod control;
 pub mod entry;
 pub mod ffi;
+pub mod javaapi;
 pub mod log;
 pub mod options;
 pub mod profiler;

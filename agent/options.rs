@@ -2,6 +2,8 @@
 //! A bad key or value is one line naming it, what is accepted, and the nearest valid key.
 
 use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Capture {
@@ -13,6 +15,16 @@ pub enum Methods {
     On,
     Entry,
     Off,
+}
+
+/// Where the control socket listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// `$TMPDIR/jlive-$UID/$PID.sock`
+    Auto,
+    Off,
+    Unix(String),
+    Tcp(SocketAddr),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +53,12 @@ pub struct Options {
     /// None = stderr.
     pub log: Option<String>,
     pub help: bool,
+    /// `start=paused`: no burst until a control command (or `delay`).
+    pub paused: bool,
+    pub delay: Option<Duration>,
+    pub duration: Option<Duration>,
+    pub control: Control,
+    pub token: Option<String>,
 }
 
 impl Default for Options {
@@ -59,6 +77,11 @@ impl Default for Options {
             buffer: 64 * 1024,
             log: None,
             help: false,
+            paused: false,
+            delay: None,
+            duration: None,
+            control: Control::Auto,
+            token: None,
         }
     }
 }
@@ -73,7 +96,32 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "file",
         "jlive-%p.trc",
-        "trace file; %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS)",
+        "trace file; %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number",
+    ),
+    (
+        "start",
+        "now | paused",
+        "now: one burst from VM start to VM death; paused: wait for a command",
+    ),
+    (
+        "delay",
+        "(none)",
+        "begin a burst this long after start-up, e.g. 30s, 500ms",
+    ),
+    (
+        "duration",
+        "(none)",
+        "end a burst this long after it began, e.g. 2s",
+    ),
+    (
+        "control",
+        "auto | off | PATH | tcp:127.0.0.1:PORT",
+        "control socket; auto = $TMPDIR/jlive-$UID/$PID.sock",
+    ),
+    (
+        "token",
+        "(none)",
+        "secret every TCP control connection must give first (needed beyond loopback)",
     ),
     (
         "capture",
@@ -126,9 +174,9 @@ pub const KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// Keys of DESIGN.md that this build does not implement yet.
-const LATER: &[&str] = &[
-    "start", "delay", "duration", "control", "token", "monitors", "plugin", "jvmpi",
-];
+const LATER: &[&str] = &["monitors", "plugin", "jvmpi"];
+
+const PLATFORMS: &str = "auto, linux_x86, linux_390, win32_x86, aix_ppc, os390, solaris_sparc";
 
 /// A rejected option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +232,39 @@ fn size(key: &str, value: &str) -> Result<usize, OptionError> {
     Ok(bytes)
 }
 
+/// "500ms", "30s", "2m", "1.5s" → Duration.
+fn duration(key: &str, value: &str) -> Result<Duration, OptionError> {
+    let (number, unit) = if let Some(n) = value.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = value.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = value.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        return Err(bad_value(key, value, "a duration such as 500ms, 30s or 2m"));
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n >= 0.0 && n * unit < 1e9 => Ok(Duration::from_secs_f64(n * unit)),
+        _ => Err(bad_value(key, value, "a duration such as 500ms, 30s or 2m")),
+    }
+}
+
+fn control(value: &str) -> Result<Control, OptionError> {
+    const ACCEPTED: &str = "auto, off, a socket path, tcp:127.0.0.1:PORT";
+    Ok(match value {
+        "auto" => Control::Auto,
+        "off" => Control::Off,
+        "" => return Err(bad_value("control", value, ACCEPTED)),
+        _ => match value.strip_prefix("tcp:") {
+            Some(addr) => Control::Tcp(
+                addr.parse()
+                    .map_err(|_| bad_value("control", value, ACCEPTED))?,
+            ),
+            None => Control::Unix(value.to_string()),
+        },
+    })
+}
+
 fn platform(value: &str) -> Result<Option<u32>, OptionError> {
     if value == "auto" {
         return Ok(None);
@@ -192,7 +273,7 @@ fn platform(value: &str) -> Result<Option<u32>, OptionError> {
         .iter()
         .find(|(name, _)| *name == value)
         .map(|(_, p)| Some(*p))
-        .ok_or_else(|| bad_value("platform", value, KEYS[10].1))
+        .ok_or_else(|| bad_value("platform", value, PLATFORMS))
 }
 
 impl Options {
@@ -206,7 +287,21 @@ impl Options {
             };
             o.set(key, value)?;
         }
+        if let Control::Tcp(addr) = &o.control {
+            if !addr.ip().is_loopback() && o.token.is_none() {
+                return Err(OptionError(format!(
+                    "control=tcp:{} listens beyond this machine: give token=SECRET too, or use tcp:127.0.0.1:{}",
+                    addr,
+                    addr.port()
+                )));
+            }
+        }
         Ok(o)
+    }
+
+    /// Whether a burst opens at VM init.
+    pub fn starts_at_init(&self) -> bool {
+        !self.paused && self.delay.is_none()
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
@@ -263,6 +358,18 @@ impl Options {
             "buffer" => self.buffer = size(key, value)?,
             "log" => self.log = (value != "stderr" && !value.is_empty()).then(|| value.to_string()),
             "help" => self.help = true,
+            "start" => {
+                self.paused = match value {
+                    "now" => false,
+                    "paused" => true,
+                    _ => return Err(bad_value(key, value, "now, paused")),
+                }
+            }
+            "delay" => self.delay = Some(duration(key, value)?),
+            "duration" => self.duration = Some(duration(key, value)?),
+            "control" => self.control = control(value)?,
+            "token" if value.is_empty() => return Err(bad_value(key, value, "a secret")),
+            "token" => self.token = Some(value.to_string()),
             _ if LATER.contains(&key) => {
                 return Err(OptionError(format!(
                     "option '{}' is not available in this build yet",
@@ -274,12 +381,27 @@ impl Options {
         Ok(())
     }
 
-    /// The trace path with %p and %t filled in.
-    pub fn file_path(&self, pid: u32, start_epoch_secs: u64) -> String {
-        self.file
+    /// The path of trace file number `n` (0 first, one more per roll) with %p, %t and %n
+    /// filled in. Without %n, files after the first get `.N` before the extension.
+    pub fn file_path(&self, pid: u32, start_epoch_secs: u64, n: u32) -> String {
+        let path = self
+            .file
             .replace("%p", &pid.to_string())
-            .replace("%t", &utc_stamp(start_epoch_secs))
-            .replace("%n", "0")
+            .replace("%t", &utc_stamp(start_epoch_secs));
+        if path.contains("%n") {
+            return path.replace("%n", &n.to_string());
+        }
+        if n == 0 {
+            return path;
+        }
+        let name_start = path.rfind('/').map_or(0, |i| i + 1);
+        match path[name_start..].rfind('.') {
+            Some(dot) if dot > 0 => {
+                let at = name_start + dot;
+                format!("{}.{}{}", &path[..at], n, &path[at..])
+            }
+            _ => format!("{}.{}", path, n),
+        }
     }
 }
 
@@ -367,7 +489,20 @@ mod tests {
         assert_eq!(o.include, ["com.acme.*", "org.x.Y"]);
         assert_eq!(o.platform, Some(55));
         assert_eq!(o.buffer, 1 << 20);
-        assert_eq!(o.file_path(42, 0), "/tmp/x-42.trc");
+        assert_eq!(o.file_path(42, 0, 0), "/tmp/x-42.trc");
+        assert_eq!(o.file_path(42, 0, 2), "/tmp/x-42.2.trc");
+        let o = Options::parse(
+            "file=t-%n.trc,start=paused,delay=1.5s,duration=500ms,control=tcp:127.0.0.1:7070",
+        )
+        .unwrap();
+        assert_eq!(o.file_path(1, 0, 3), "t-3.trc");
+        assert!(o.paused && !o.starts_at_init());
+        assert_eq!(o.delay, Some(Duration::from_millis(1500)));
+        assert_eq!(o.duration, Some(Duration::from_millis(500)));
+        assert_eq!(o.control, Control::Tcp("127.0.0.1:7070".parse().unwrap()));
+        let e = Options::parse("control=tcp:0.0.0.0:7070").unwrap_err().0;
+        assert!(e.contains("token=SECRET"), "{}", e);
+        assert!(Options::parse("control=tcp:0.0.0.0:7070,token=s3cret").is_ok());
     }
 
     #[test]
@@ -384,7 +519,7 @@ mod tests {
             "bad value 'maybe' for option 'methods': accepted on, entry, off"
         );
         assert!(Options::parse("buffer=1").is_err());
-        assert!(Options::parse("control=off")
+        assert!(Options::parse("plugin=x.so")
             .unwrap_err()
             .0
             .contains("not available"));

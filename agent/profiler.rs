@@ -1,14 +1,17 @@
 //! The profiler's lifetime: options to capabilities and callbacks at load, the writer thread,
-//! the burst at VM init, and the orderly close at VM death (every thread's partial batch
-//! written, TraceEnd, header patched) before the JVM goes on exiting.
+//! the first burst and the control thread at VM init, and the orderly close at VM death
+//! (every thread's partial batch written, TraceEnd, header patched) before the JVM exits.
 
 use crate::buffer::Hub;
+use crate::burst::{BurstFlags, BurstState};
 use crate::callbacks;
 use crate::capture;
 use crate::classes::Classes;
 use crate::clock;
-use crate::ffi::jni::Jni;
+use crate::control::{self, Listener};
+use crate::ffi::jni::{Jni, Vm};
 use crate::ffi::jvmti::{self, cap, Capabilities, EventCallbacks, Jvmti};
+use crate::javaapi;
 use crate::log;
 use crate::options::{Gc, Methods, Options};
 use crate::registry::Registry;
@@ -16,29 +19,42 @@ use jlive_writer::filter::ClassFilter;
 use jlive_writer::jinsight::{self, Encoder, Header};
 use jlive_writer::record::{Message, Symbols};
 use jlive_writer::session::{Session, SessionConfig};
-use jlive_writer::writer::{self, Summary};
+use jlive_writer::writer::{self, Summary, WriterStats};
 use parking_lot::Mutex;
 use std::fs::File;
 use std::io::BufWriter;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Batches in flight between JVM threads and the writer before producers wait.
 const CHANNEL_BATCHES: usize = 64;
 /// How long VM death waits for the writer to finish the file.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
 
+pub type TraceFile = BufWriter<File>;
+
 pub struct Profiler {
     pub options: Options,
     pub registry: Arc<Registry>,
     pub hub: Hub,
     pub next_object: AtomicU32,
-    pub path: String,
-    jvmti: Jvmti,
+    pub jvmti: Jvmti,
+    pub vm: Vm,
+    pub stats: Arc<WriterStats>,
+    /// When and at which tick the agent was loaded (timed bursts count from here).
+    pub loaded: Instant,
+    pub start_epoch: u64,
+    pub bursts: Mutex<BurstState>,
+    pub closed: AtomicBool,
+    /// The capabilities jlive holds.
+    pub caps: Capabilities,
+    /// `sun.java.command`'s first word, for `status` and `jlive list`.
+    pub main_class: OnceLock<String>,
+    listener: Mutex<Option<Listener>>,
+    control: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    closed: AtomicBool,
 }
 
 static PROFILER: OnceLock<Profiler> = OnceLock::new();
@@ -49,7 +65,42 @@ pub fn get() -> Option<&'static Profiler> {
     PROFILER.get()
 }
 
-/// Agent_OnLoad / JVM_OnLoad: Ok, or the one line to print before returning JNI_ERR.
+/// A trace file's header as of now.
+fn header(options: &Options, rate: u32, start_epoch: u64) -> Header {
+    Header {
+        version: jinsight::VERSION,
+        platform: options.platform.unwrap_or_else(jinsight::native_platform),
+        max_threads: 256,
+        max_classes: 65536 - 20000,
+        ticks_per_microsecond: rate,
+        start_ticks: clock::ticks(),
+        vm_start_time: start_epoch as u32,
+        connection_start_time: start_epoch as u32,
+        ..Header::default()
+    }
+}
+
+/// Opens a trace file and its session.
+fn open_session(
+    path: &str,
+    options: &Options,
+    rate: u32,
+    start_epoch: u64,
+    symbols: Arc<dyn Symbols>,
+) -> std::io::Result<Session<TraceFile>> {
+    let file = File::create(path)?;
+    let encoder = Encoder::new(
+        BufWriter::with_capacity(1 << 20, file),
+        &header(options, rate, start_epoch),
+    )?;
+    let config = SessionConfig {
+        filter: ClassFilter::new(&options.include, &options.exclude),
+        entries_only: options.methods == Methods::Entry,
+    };
+    Ok(Session::new(encoder, symbols, config))
+}
+
+/// Agent_OnLoad: Ok, or the one line to print before returning JNI_ERR.
 pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     let options = Options::parse(text).map_err(|e| e.0)?;
     if options.help {
@@ -63,50 +114,51 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         return Err("libjlive.so is loaded twice; give it once".into());
     }
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
-    add_capabilities(jvmti, &options)?;
-    if options.alloc {
+    let caps = add_capabilities(jvmti, &options)?;
+    if caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
         // Now, before any Java thread exists: each thread's sampler starts at "every
-        // allocation" instead of a first sample after 512 KiB.
+        // allocation" instead of a first sample after 512 KiB. No cost until enabled.
         jvmti
             .set_heap_sampling_interval(0)
-            .map_err(|e| format!("cannot sample every allocation (alloc=on): {}", e))?;
+            .map_err(|e| format!("cannot sample every allocation: {}", e))?;
     }
     let (source, rate) = clock::start(options.tsc);
-    let start = std::time::SystemTime::now()
+    // Timed bursts count from here, the moment the first file's startTicks is read.
+    let loaded = Instant::now();
+    let start_epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let path = options.file_path(std::process::id(), start);
-    let file =
-        File::create(&path).map_err(|e| format!("cannot create trace file {}: {}", path, e))?;
-    let header = Header {
-        version: jinsight::VERSION,
-        platform: options.platform.unwrap_or_else(jinsight::native_platform),
-        max_threads: 256,
-        max_classes: 65536 - 20000,
-        ticks_per_microsecond: rate,
-        start_ticks: clock::ticks(),
-        vm_start_time: start as u32,
-        connection_start_time: start as u32,
-        ..Header::default()
-    };
-    let encoder = Encoder::new(BufWriter::with_capacity(1 << 20, file), &header)
-        .map_err(|e| format!("cannot write trace file {}: {}", path, e))?;
+    let path = options.file_path(std::process::id(), start_epoch, 0);
     let registry = Arc::new(Registry::new());
+    let symbols: Arc<dyn Symbols> = registry.clone();
+    let session = open_session(&path, &options, rate, start_epoch, symbols.clone())
+        .map_err(|e| format!("cannot create trace file {}: {}", path, e))?;
+    let listener = control::listen(&options)?;
+    let stats = Arc::new(WriterStats::default());
+    *stats.file.lock().map_err(|_| "writer stats poisoned")? = path.clone();
     let (messages, inbox) = crossbeam_channel::bounded(CHANNEL_BATCHES);
     let (pool_out, pool_in) = crossbeam_channel::bounded(CHANNEL_BATCHES);
-    let config = SessionConfig {
-        filter: ClassFilter::new(&options.include, &options.exclude),
-        entries_only: options.methods == Methods::Entry,
+    let writer = {
+        let (stats, options) = (stats.clone(), options.clone());
+        std::thread::Builder::new()
+            .name("jlive-writer".into())
+            .spawn(move || {
+                let mut reopen = |path: &str| {
+                    let rate = clock::refined_rate().unwrap_or(rate);
+                    open_session(path, &options, rate, start_epoch, symbols.clone())
+                };
+                writer::run(
+                    session,
+                    inbox,
+                    pool_out,
+                    &|m| log::warn(m),
+                    &stats,
+                    &mut reopen,
+                );
+            })
+            .map_err(|e| format!("cannot start the writer thread: {}", e))?
     };
-    let symbols: Arc<dyn Symbols> = registry.clone();
-    let session = Session::new(encoder, symbols, config);
-    let writer = std::thread::Builder::new()
-        .name("jlive-writer".into())
-        .spawn(move || {
-            writer::run(session, inbox, pool_out, &|m| log::warn(m));
-        })
-        .map_err(|e| format!("cannot start the writer thread: {}", e))?;
     log::info(&format!(
         "tracing to {} (clock {:?}, {} ticks/us)",
         path, source, rate
@@ -117,40 +169,46 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         registry,
         hub,
         next_object: AtomicU32::new(1),
-        path,
         jvmti,
-        writer: Mutex::new(Some(writer)),
+        vm: Vm::new(vm),
+        stats,
+        loaded,
+        start_epoch,
+        bursts: Mutex::new(BurstState::default()),
         closed: AtomicBool::new(false),
+        caps,
+        main_class: OnceLock::new(),
+        listener: Mutex::new(listener),
+        control: Mutex::new(None),
+        writer: Mutex::new(Some(writer)),
     };
     if PROFILER.set(profiler).is_err() {
         return Err("libjlive.so is loaded twice; give it once".into());
     }
-    let p = get().ok_or("profiler state lost")?;
-    p.set_callbacks()?;
-    Ok(())
+    get().ok_or("profiler state lost")?.set_callbacks()
 }
 
-fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<(), String> {
-    let mut wanted = Capabilities::default();
+/// Adds what the options need (failing if the JVM cannot give it) and, when available, what
+/// a burst may ask for later (GC and allocation events through the Java API).
+fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
+    let potential = jvmti
+        .potential_capabilities()
+        .map_err(|e| format!("GetPotentialCapabilities failed: {}", e))?;
     let mut need = vec![
         (cap::TAG_OBJECTS, "can_tag_objects"),
         (
             cap::MAINTAIN_ORIGINAL_METHOD_ORDER,
             "can_maintain_original_method_order",
         ),
-    ];
-    if o.methods != Methods::Off {
-        need.push((
+        (
             cap::GENERATE_METHOD_ENTRY_EVENTS,
             "can_generate_method_entry_events",
-        ));
-        if o.methods == Methods::On {
-            need.push((
-                cap::GENERATE_METHOD_EXIT_EVENTS,
-                "can_generate_method_exit_events",
-            ));
-        }
-    }
+        ),
+        (
+            cap::GENERATE_METHOD_EXIT_EVENTS,
+            "can_generate_method_exit_events",
+        ),
+    ];
     if o.gc != Gc::Off {
         need.push((
             cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
@@ -176,9 +234,7 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<(), String> {
     if o.objects {
         need.push((cap::ACCESS_LOCAL_VARIABLES, "can_access_local_variables"));
     }
-    let potential = jvmti
-        .potential_capabilities()
-        .map_err(|e| format!("GetPotentialCapabilities failed: {}", e))?;
+    let mut wanted = Capabilities::default();
     for (bit, name) in need {
         if !potential.has(bit) {
             return Err(format!(
@@ -188,12 +244,21 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<(), String> {
         }
         wanted.set(bit);
     }
-    if potential.has(cap::GET_SOURCE_FILE_NAME) {
-        wanted.set(cap::GET_SOURCE_FILE_NAME);
+    for optional in [
+        cap::GET_SOURCE_FILE_NAME,
+        cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
+        cap::GENERATE_OBJECT_FREE_EVENTS,
+        cap::GENERATE_VM_OBJECT_ALLOC_EVENTS,
+        cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+    ] {
+        if potential.has(optional) {
+            wanted.set(optional);
+        }
     }
     jvmti
         .add_capabilities(&wanted)
-        .map_err(|e| format!("AddCapabilities failed: {}", e))
+        .map_err(|e| format!("AddCapabilities failed: {}", e))?;
+    Ok(wanted)
 }
 
 impl Profiler {
@@ -226,35 +291,17 @@ impl Profiler {
         Ok(())
     }
 
-    /// The JVMTI events the options ask for once the VM is up.
-    fn traced_events(&self) -> Vec<u32> {
-        let o = &self.options;
-        let mut events = vec![jvmti::EVENT_THREAD_START, jvmti::EVENT_THREAD_END];
-        if o.methods != Methods::Off {
-            events.push(jvmti::EVENT_METHOD_ENTRY);
+    /// The burst flags the options ask for.
+    pub fn default_flags(&self) -> BurstFlags {
+        BurstFlags {
+            methods: self.options.methods,
+            gc: self.options.gc,
+            alloc: self.options.alloc,
         }
-        if o.methods == Methods::On {
-            events.push(jvmti::EVENT_METHOD_EXIT);
-        }
-        if o.gc != Gc::Off {
-            events.extend([
-                jvmti::EVENT_GARBAGE_COLLECTION_START,
-                jvmti::EVENT_GARBAGE_COLLECTION_FINISH,
-            ]);
-        }
-        if o.gc == Gc::On {
-            events.push(jvmti::EVENT_OBJECT_FREE);
-        }
-        if o.alloc {
-            events.extend([
-                jvmti::EVENT_SAMPLED_OBJECT_ALLOC,
-                jvmti::EVENT_VM_OBJECT_ALLOC,
-            ]);
-        }
-        events
     }
 
-    /// VMInit: registers the classes loaded so far, opens the burst, enables the events.
+    /// VMInit: registers the classes loaded so far, binds the Java API, opens the first burst
+    /// (unless paused or delayed) and starts the control thread.
     pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>) {
         let classes = Classes {
             jvmti,
@@ -267,45 +314,43 @@ impl Profiler {
                 && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
             {
                 classes.key(class);
+                javaapi::bind_if_api(jvmti, jni, class);
             }
         }
         log::info(&format!(
             "{} classes registered at VM init",
             self.registry.class_count()
         ));
-        self.hub.control(Message::BurstBegin {
-            ticks: clock::ticks(),
-        });
-        self.hub.start();
-        for event in self.traced_events() {
-            if let Err(e) = jvmti.set_event(event, true) {
-                log::warn(&format!("enabling JVMTI event {} failed: {}", event, e));
+        let _ = jvmti.set_event(jvmti::EVENT_THREAD_START, true);
+        let _ = jvmti.set_event(jvmti::EVENT_THREAD_END, true);
+        if let Some(command) = jvmti.system_property("sun.java.command") {
+            let main = command.split_whitespace().next().unwrap_or("").to_string();
+            let _ = self.main_class.set(main);
+        }
+        if self.options.starts_at_init() {
+            if let Err(e) = self.begin_burst(jvmti, None, None) {
+                log::warn(&format!("cannot begin the first burst: {}", e));
             }
         }
-        if self.options.alloc {
-            // Retires every thread's TLAB, so that the next allocation of each thread takes
-            // the sampler's slow path; from then on every allocation is sampled.
-            if let Err(e) = jvmti.force_garbage_collection() {
-                log::warn(&format!(
-                    "allocations before the first TLAB refill may be missed: {}",
-                    e
-                ));
+        let listener = self.listener.lock().take();
+        if listener.is_some() || self.options.delay.is_some() || self.options.duration.is_some() {
+            match control::start(self, listener) {
+                Ok(handle) => *self.control.lock() = Some(handle),
+                Err(e) => log::warn(&format!("cannot start the control thread: {}", e)),
             }
         }
     }
 
     /// Finishes the trace once: stops recording, writes every partial batch, closes the file.
     pub fn close(&self, why: &str) {
-        if self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        for event in self.traced_events() {
-            let _ = self.jvmti.set_event(event, false);
+        control::stop(self);
+        if let Some(handle) = self.control.lock().take() {
+            let _ = handle.join();
         }
-        self.hub.stop_and_collect();
-        self.hub.control(Message::BurstEnd {
-            ticks: clock::ticks(),
-        });
+        let _ = self.end_burst(self.jvmti);
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {
             ticks_per_microsecond: clock::refined_rate(),
@@ -315,13 +360,25 @@ impl Profiler {
             Ok(s) => {
                 log::info(&format!(
                     "{}: wrote {} events, {} bytes, {} threads, {} classes to {}",
-                    why, s.events, s.bytes, s.counts.threads, s.counts.classes, self.path
+                    why,
+                    s.events,
+                    s.bytes,
+                    s.counts.threads,
+                    s.counts.classes,
+                    self.stats.file()
                 ));
                 if let Some(e) = s.error {
-                    log::warn(&format!("the trace {} is incomplete: {}", self.path, e));
+                    log::warn(&format!(
+                        "the trace {} is incomplete: {}",
+                        self.stats.file(),
+                        e
+                    ));
                 }
             }
-            Err(_) => log::warn(&format!("the writer did not finish {} in time", self.path)),
+            Err(_) => log::warn(&format!(
+                "the writer did not finish {} in time",
+                self.stats.file()
+            )),
         }
         if let Some(handle) = self.writer.lock().take() {
             let _ = handle.join();

@@ -16,6 +16,9 @@ pub struct Registry {
     methods: RwLock<HashMap<MethodKey, MethodRef>>,
     threads: RwLock<HashMap<ThreadKey, ThreadInfo>>,
     next_class: AtomicU32,
+    /// Texts of user events recorded on threads, until the writer takes them.
+    messages: parking_lot::Mutex<HashMap<u64, String>>,
+    next_message: std::sync::atomic::AtomicU64,
 }
 
 impl Registry {
@@ -63,6 +66,17 @@ impl Registry {
     pub fn class_count(&self) -> usize {
         self.classes.read().len()
     }
+
+    /// Keeps a user event's text for the writer; returns its key.
+    pub fn put_message(&self, text: String) -> u64 {
+        let key = self.next_message.fetch_add(1, Ordering::Relaxed);
+        self.messages.lock().insert(key, text);
+        key
+    }
+
+    pub fn take_message(&self, key: u64) -> Option<String> {
+        self.messages.lock().remove(&key)
+    }
 }
 
 impl Symbols for Registry {
@@ -77,5 +91,8 @@ impl Symbols for Registry {
     }
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
         self.threads.read().get(&key).cloned()
+    }
+    fn message(&self, key: u64) -> Option<String> {
+        self.take_message(key)
     }
 }

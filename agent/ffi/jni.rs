@@ -10,7 +10,9 @@
 
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use jni_sys::{jclass, jint, jmethodID, jobject, jvalue, JNIEnv};
+use jni_sys::{
+    jboolean, jclass, jint, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod, JavaVM,
+};
 use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::ptr;
@@ -88,6 +90,86 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// Binds native methods: (name, signature, function) each.
+    pub fn register_natives(
+        &self,
+        class: jclass,
+        methods: &[(&CStr, &CStr, *mut std::ffi::c_void)],
+    ) -> bool {
+        let table: Vec<JNINativeMethod> = methods
+            .iter()
+            .map(|(name, sig, f)| JNINativeMethod {
+                name: name.as_ptr() as *mut _,
+                signature: sig.as_ptr() as *mut _,
+                fnPtr: *f,
+            })
+            .collect();
+        // SAFETY: the table holds NUL-terminated names and signatures that outlive the call
+        // and functions whose C signatures match them (checked by the caller's signatures).
+        let rc = unsafe {
+            (**self.env).RegisterNatives.map_or(-1, |f| {
+                f(self.env, class, table.as_ptr(), table.len() as jint)
+            })
+        };
+        self.clear_exception();
+        rc == 0
+    }
+
+    /// Sets a static boolean field of a class.
+    pub fn set_static_boolean(&self, class: jclass, name: &CStr, value: bool) -> bool {
+        // SAFETY: names are NUL-terminated; class is a live reference.
+        unsafe {
+            let Some(field_id) = (**self.env).GetStaticFieldID else {
+                return false;
+            };
+            let field = field_id(self.env, class, name.as_ptr(), c"Z".as_ptr());
+            self.clear_exception();
+            if field.is_null() {
+                return false;
+            }
+            match (**self.env).SetStaticBooleanField {
+                Some(set) => set(self.env, class, field, jboolean::from(value)),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// The text of a Java string (lossy for unpaired surrogates).
+    pub fn string(&self, s: jstring) -> Option<String> {
+        if s.is_null() {
+            return None;
+        }
+        // SAFETY: s is a live java.lang.String reference; the chars are released below.
+        unsafe {
+            let get = (**self.env).GetStringUTFChars?;
+            let chars = get(self.env, s, std::ptr::null_mut());
+            if chars.is_null() {
+                self.clear_exception();
+                return None;
+            }
+            let text = CStr::from_ptr(chars).to_string_lossy().into_owned();
+            if let Some(release) = (**self.env).ReleaseStringUTFChars {
+                release(self.env, s, chars);
+            }
+            Some(text)
+        }
+    }
+
+    /// Throws `java.lang.IllegalStateException(message)` in the calling Java thread.
+    pub fn throw_illegal_state(&self, message: &str) {
+        let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: env is valid; FindClass/ThrowNew take NUL-terminated strings.
+        unsafe {
+            if let (Some(find), Some(throw)) = ((**self.env).FindClass, (**self.env).ThrowNew) {
+                let class = find(self.env, c"java/lang/IllegalStateException".as_ptr());
+                if !class.is_null() {
+                    throw(self.env, class, text.as_ptr());
+                }
+            }
+        }
+    }
+
     /// Opens a local reference frame that is popped when the guard drops.
     pub fn local_frame(&self, capacity: jint) -> Option<LocalFrame<'cb>> {
         // SAFETY: env is valid; PushLocalFrame only reserves capacity.
@@ -110,5 +192,47 @@ impl Drop for LocalFrame<'_> {
                 pop(self.jni.env, ptr::null_mut());
             }
         }
+    }
+}
+
+/// The JavaVM, to attach jlive's own threads.
+#[derive(Clone, Copy)]
+pub struct Vm(*mut JavaVM);
+
+// SAFETY: the JavaVM pointer is valid for the life of the process and usable on any thread.
+unsafe impl Send for Vm {}
+// SAFETY: as above.
+unsafe impl Sync for Vm {}
+
+#[repr(C)]
+struct AttachArgs {
+    version: jint,
+    name: *const std::ffi::c_char,
+    group: jobject,
+}
+
+impl Vm {
+    pub fn new(vm: *mut JavaVM) -> Vm {
+        Vm(vm)
+    }
+
+    /// Attaches the calling thread as a daemon thread named `name`; its JNIEnv stays valid
+    /// for the life of the thread.
+    pub fn attach_daemon(&self, name: &CStr) -> Option<*mut JNIEnv> {
+        let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut args = AttachArgs {
+            version: 0x0001_0008, // JNI_VERSION_1_8
+            name: name.as_ptr(),
+            group: std::ptr::null_mut(),
+        };
+        // SAFETY: the JavaVM is live; args outlives the call; env receives the thread's JNIEnv.
+        let rc = unsafe {
+            ((**self.0).AttachCurrentThreadAsDaemon?)(
+                self.0,
+                &mut env,
+                &mut args as *mut AttachArgs as *mut _,
+            )
+        };
+        (rc == 0 && !env.is_null()).then_some(env as *mut JNIEnv)
     }
 }

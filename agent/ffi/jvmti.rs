@@ -227,6 +227,21 @@ impl Jvmti {
         call!(self, 156, (jint), interval)
     }
 
+    /// A system property (VM init or later).
+    pub fn system_property(&self, name: &str) -> Option<String> {
+        let name = std::ffi::CString::new(name).ok()?;
+        let mut value: *mut c_char = ptr::null_mut();
+        call!(
+            self,
+            131,
+            (*const c_char, *mut *mut c_char),
+            name.as_ptr(),
+            &mut value
+        )
+        .ok()?;
+        Some(self.take_string(value))
+    }
+
     pub fn force_garbage_collection(&self) -> Result<()> {
         call!(self, 108, (),)
     }

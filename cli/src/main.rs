@@ -1,5 +1,6 @@
 //! The `jlive` command: run a Java program under the agent, and read traces back.
 
+mod ctl;
 mod launch;
 
 use jlive_writer::jinsight::check::check;
@@ -19,6 +20,10 @@ usage:
   jlive check TRACE     verify a trace; exit 1 naming the offset of the first problem
   jlive stats [--top N] TRACE
         events by type, threads, top methods by calls and by self time
+    jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
+        drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
+        (without --pid: the only JVM with a socket in $TMPDIR/jlive-$UID)
+  jlive list            JVMs on this machine with a live jlive socket
   jlive help            this text; agent options: jlive run help -- java
 
 libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
@@ -35,6 +40,8 @@ fn main() -> ExitCode {
     };
     let result = match command {
         "run" => launch::run(rest),
+        "ctl" => ctl::ctl(rest),
+        "list" => ctl::list(),
         "demo" => launch::demo(rest),
         "dump" => with_file(rest, dump),
         "check" => with_file(rest, check_file),

@@ -63,6 +63,16 @@ pub fn agent() -> PathBuf {
     agent_build::built_agent(profile_dir)
 }
 
+/// The jlive command, built beside libjlive.so.
+pub fn jlive_bin() -> PathBuf {
+    agent().with_file_name("jlive")
+}
+
+/// jlive-api.jar (jlive.Jlive, InstrumentVMSupport).
+pub fn api_jar() -> PathBuf {
+    PathBuf::from(env!("JLIVE_API_JAR"))
+}
+
 /// The compiled examples/ programs.
 pub fn classes() -> PathBuf {
     PathBuf::from(env!("JLIVE_EXAMPLE_CLASSES"))

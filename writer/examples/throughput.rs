@@ -81,7 +81,16 @@ fn main() {
     let (tx, rx) = crossbeam_channel::bounded(64);
     let (pool_tx, pool_rx) = crossbeam_channel::bounded(64);
     let writer = std::thread::spawn(move || {
-        jlive_writer::writer::run(session, rx, pool_tx, &|m| eprintln!("{}", m))
+        let stats = jlive_writer::writer::WriterStats::default();
+        let mut reopen = |_: &str| Err(std::io::Error::other("no roll in this benchmark"));
+        jlive_writer::writer::run(
+            session,
+            rx,
+            pool_tx,
+            &|m| eprintln!("{}", m),
+            &stats,
+            &mut reopen,
+        )
     });
     let batch = 2048;
     let start = Instant::now();

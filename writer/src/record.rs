@@ -41,6 +41,8 @@ pub enum RecordKind {
     ObjectSeen,
     /// `arg` = object ID of a freed object.
     ObjectFree,
+    /// A user event from a Java thread: `key` = message number (see [`Symbols::message`]).
+    UserEvent,
 }
 
 /// One raw event as recorded on a JVM thread.
@@ -123,6 +125,10 @@ pub trait Symbols: Send + Sync {
     fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>>;
     fn class_by_name(&self, name: &str) -> Option<ClassKey>;
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo>;
+    /// The text of a user event recorded on a thread, taken once.
+    fn message(&self, _key: u64) -> Option<String> {
+        None
+    }
 }
 
 /// What the agent sends to the writer thread. Control messages travel through the same
@@ -136,8 +142,21 @@ pub enum Message {
     BurstEnd {
         ticks: u64,
     },
-    /// Write everything received so far to disk now.
-    Flush,
+    /// Write everything received so far to disk now; `done` answers once it is there.
+    Flush {
+        done: Option<crossbeam_channel::Sender<()>>,
+    },
+    /// A USER_EVENT (from the control socket), written if a burst is open.
+    UserEvent {
+        ticks: u64,
+        text: String,
+    },
+    /// Finish this file properly and continue in `path`; an open burst continues there.
+    Roll {
+        path: String,
+        ticks: u64,
+        ticks_per_microsecond: Option<u32>,
+    },
     /// Finish the file (end burst if open, TraceEnd, header patch) and stop; the summary
     /// is sent back when the file is closed.
     Close {

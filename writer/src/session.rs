@@ -158,10 +158,10 @@ impl<W: Write + Seek> Session<W> {
         self.counts.bursts += 1;
         self.tick(ticks);
         self.emit(Event::BeginBurst { ticks })?;
+        // Frames open from before the burst are forgotten: their exits find an empty stack
+        // and are not written.
         for state in self.threads.values_mut() {
-            for frame in &mut state.frames {
-                frame.traced = false;
-            }
+            state.frames.clear();
         }
         self.define_reserved_classes(ticks)
     }
@@ -175,6 +175,23 @@ impl<W: Write + Seek> Session<W> {
         self.emit(Event::EndBurst {
             ticks: self.last_ticks,
         })
+    }
+
+    pub fn in_burst(&self) -> bool {
+        self.in_burst
+    }
+
+    /// A USER_EVENT; dropped (false) when no burst is open, as every event lies in a burst.
+    pub fn user_event(&mut self, ticks: u64, text: &str) -> io::Result<bool> {
+        if !self.in_burst {
+            return Ok(false);
+        }
+        self.tick(ticks);
+        self.emit(Event::UserEvent {
+            ticks,
+            message: text.to_string(),
+        })?;
+        Ok(true)
     }
 
     /// Ends any open burst, writes TraceEnd and patches the header. Returns the output with
@@ -260,6 +277,13 @@ impl<W: Write + Seek> Session<W> {
                 self.define_object(r.arg, r.key as ClassKey, r.extra, r.ticks)
             }
             RecordKind::ObjectFree => self.object_free(r),
+            RecordKind::UserEvent => match self.symbols.message(r.key) {
+                Some(text) => self.emit(Event::UserEvent {
+                    ticks: r.ticks,
+                    message: text,
+                }),
+                None => Ok(()),
+            },
             RecordKind::None => Ok(()),
         }
     }

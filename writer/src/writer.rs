@@ -1,5 +1,6 @@
 //! The writer thread: takes messages off the channel, hands batches to the session, returns
-//! emptied record vectors to the pool, and flushes the file at least every 100 ms.
+//! emptied record vectors to the pool, rolls to the next file when asked, and flushes the file
+//! at least every 100 ms. What it has written is published in [`WriterStats`] for `status`.
 //!
 //! A write error (disk full, file removed) is reported once through the log callback; the
 //! loop then keeps draining the channel so that no JVM thread ever blocks on a dead writer.
@@ -8,6 +9,8 @@ use crate::record::{Message, Record};
 use crate::session::{Session, SessionCounts};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::io::{Seek, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The longest time written events stay in memory.
@@ -23,116 +26,246 @@ pub struct Summary {
     pub error: Option<String>,
 }
 
+/// Live figures of the writer, read by the control socket's `status`.
+#[derive(Default)]
+pub struct WriterStats {
+    /// Events and bytes written, all files together.
+    pub events: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Bursts begun, all files together.
+    pub bursts: AtomicU64,
+    /// Thread IDs defined in the current file.
+    pub threads: AtomicU64,
+    /// Files finished by `roll`.
+    pub rolled: AtomicU64,
+    pub file: Mutex<String>,
+    pub error: Mutex<Option<String>>,
+}
+
+impl WriterStats {
+    pub fn file(&self) -> String {
+        self.file.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
+}
+
+/// Opens the session of the next file (`roll`).
+pub type Reopen<'a, W> = dyn FnMut(&str) -> std::io::Result<Session<W>> + 'a;
+
+struct Loop<'a, W: Write + Seek> {
+    session: Option<Session<W>>,
+    error: Option<String>,
+    log: &'a dyn Fn(&str),
+    stats: &'a WriterStats,
+    /// Events and bytes of the files already finished.
+    done_events: u64,
+    done_bytes: u64,
+    done_bursts: u64,
+}
+
 /// Receives from `messages` until a Close message (or until every sender is gone).
 pub fn run<W: Write + Seek>(
-    mut session: Session<W>,
+    session: Session<W>,
     messages: Receiver<Message>,
     pool: Sender<Vec<Record>>,
     log: &dyn Fn(&str),
+    stats: &WriterStats,
+    reopen: &mut Reopen<'_, W>,
 ) -> Summary {
-    let mut error: Option<String> = None;
+    let mut l = Loop {
+        session: Some(session),
+        error: None,
+        log,
+        stats,
+        done_events: 0,
+        done_bytes: 0,
+        done_bursts: 0,
+    };
     let mut last_flush = Instant::now();
     let mut dirty = false;
     loop {
         let wait = FLUSH_INTERVAL.saturating_sub(last_flush.elapsed());
-        let message = match messages.recv_timeout(wait) {
-            Ok(m) => Some(m),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let result = match message {
-            None => Ok(()),
-            Some(Message::Batch(mut batch)) => {
+        match messages.recv_timeout(wait) {
+            Ok(Message::Batch(mut batch)) => {
                 dirty = true;
-                let r = if error.is_none() {
-                    session.batch(&batch)
-                } else {
-                    Ok(())
-                };
+                l.apply(|s| s.batch(&batch));
                 batch.records.clear();
                 let _ = pool.try_send(batch.records);
-                r
             }
-            Some(Message::BurstBegin { ticks }) => {
+            Ok(Message::BurstBegin { ticks }) => {
                 dirty = true;
-                guarded(&error, || session.begin_burst(ticks))
+                l.apply(|s| s.begin_burst(ticks));
             }
-            Some(Message::BurstEnd { ticks }) => {
+            Ok(Message::BurstEnd { ticks }) => {
                 dirty = true;
-                guarded(&error, || session.end_burst(ticks))
+                l.apply(|s| s.end_burst(ticks));
             }
-            Some(Message::Flush) => {
+            Ok(Message::UserEvent { ticks, text }) => {
                 dirty = true;
-                last_flush = Instant::now() - FLUSH_INTERVAL;
-                Ok(())
+                l.apply(|s| s.user_event(ticks, &text).map(|_| ()));
             }
-            Some(Message::Close {
+            Ok(Message::Flush { done }) => {
+                l.apply(|s| s.flush());
+                dirty = false;
+                last_flush = Instant::now();
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
+            Ok(Message::Roll {
+                path,
+                ticks,
+                ticks_per_microsecond,
+            }) => {
+                l.roll(&path, ticks, ticks_per_microsecond, reopen);
+                dirty = false;
+            }
+            Ok(Message::Close {
                 ticks_per_microsecond,
                 done,
             }) => {
-                let summary = close(session, error, ticks_per_microsecond, log);
+                let summary = l.close(ticks_per_microsecond);
                 let _ = done.send(summary.clone());
                 return summary;
             }
-        };
-        note_error(result, &mut error, log);
-        for w in session.take_warnings() {
-            log(&w);
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
         }
         if dirty && last_flush.elapsed() >= FLUSH_INTERVAL {
-            if error.is_none() {
-                note_error(session.flush(), &mut error, log);
-            }
+            l.apply(|s| s.flush());
             dirty = false;
             last_flush = Instant::now();
         }
+        l.publish();
     }
-    close(session, error, None, log)
+    l.close(None)
 }
 
-fn guarded(error: &Option<String>, f: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
-    if error.is_none() {
-        f()
-    } else {
-        Ok(())
-    }
-}
-
-fn note_error(result: std::io::Result<()>, error: &mut Option<String>, log: &dyn Fn(&str)) {
-    if let Err(e) = result {
-        if error.is_none() {
-            let text = format!(
-                "writing the trace failed: {}; further events are discarded",
-                e
+impl<W: Write + Seek> Loop<'_, W> {
+    /// Runs `f` on the session unless the file has failed; notes the first error.
+    fn apply(&mut self, f: impl FnOnce(&mut Session<W>) -> std::io::Result<()>) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let result = f(session);
+        for w in session.take_warnings() {
+            (self.log)(&w);
+        }
+        if let Err(e) = result {
+            self.fail(
+                &format!(
+                    "writing the trace failed: {}; further events are discarded",
+                    e
+                ),
+                e,
             );
-            log(&text);
-            *error = Some(e.to_string());
         }
     }
-}
 
-fn close<W: Write + Seek>(
-    session: Session<W>,
-    mut error: Option<String>,
-    ticks_per_microsecond: Option<u32>,
-    log: &dyn Fn(&str),
-) -> Summary {
-    let mut events = session.events();
-    let mut bytes = session.bytes();
-    let counts = session.counts().clone();
-    if error.is_none() {
-        match session.finish(ticks_per_microsecond) {
-            Ok((_, e, b)) => (events, bytes) = (e, b),
-            Err(e) => {
-                log(&format!("closing the trace failed: {}", e));
-                error = Some(e.to_string());
+    fn fail(&mut self, text: &str, e: std::io::Error) {
+        if self.error.is_none() {
+            (self.log)(text);
+            self.error = Some(e.to_string());
+            if let Ok(mut slot) = self.stats.error.lock() {
+                *slot = Some(e.to_string());
             }
         }
     }
-    Summary {
-        events,
-        bytes,
-        counts,
-        error,
+
+    fn publish(&self) {
+        if let Some(s) = &self.session {
+            let stats = self.stats;
+            stats
+                .events
+                .store(self.done_events + s.events(), Ordering::Relaxed);
+            stats
+                .bytes
+                .store(self.done_bytes + s.bytes(), Ordering::Relaxed);
+            stats.bursts.store(
+                self.done_bursts + u64::from(s.counts().bursts),
+                Ordering::Relaxed,
+            );
+            stats
+                .threads
+                .store(u64::from(s.counts().threads), Ordering::Relaxed);
+        }
+    }
+
+    /// Finishes the current file and continues in `path`, reopening an open burst there.
+    fn roll(&mut self, path: &str, ticks: u64, rate: Option<u32>, reopen: &mut Reopen<'_, W>) {
+        let Some(old) = self.session.take() else {
+            return;
+        };
+        let was_open = old.in_burst();
+        self.done_bursts += u64::from(old.counts().bursts);
+        if self.error.is_none() {
+            match old.finish(rate) {
+                Ok((_, events, bytes)) => {
+                    self.done_events += events;
+                    self.done_bytes += bytes;
+                }
+                Err(e) => (self.log)(&format!("finishing the trace before roll failed: {}", e)),
+            }
+        }
+        self.stats.rolled.fetch_add(1, Ordering::Relaxed);
+        match reopen(path) {
+            Ok(session) => {
+                self.session = Some(session);
+                self.error = None;
+                if let Ok(mut slot) = self.stats.error.lock() {
+                    *slot = None;
+                }
+                if let Ok(mut f) = self.stats.file.lock() {
+                    *f = path.to_string();
+                }
+                if was_open {
+                    self.apply(|s| s.begin_burst(ticks));
+                }
+            }
+            Err(e) => {
+                let text = format!("cannot open the next trace file {}: {}", path, e);
+                self.error = None;
+                self.fail(&text, e);
+            }
+        }
+        self.publish();
+    }
+
+    fn close(&mut self, ticks_per_microsecond: Option<u32>) -> Summary {
+        let Some(session) = self.session.take() else {
+            return Summary {
+                error: self.error.clone(),
+                ..Summary::default()
+            };
+        };
+        let mut events = session.events();
+        let mut bytes = session.bytes();
+        let counts = session.counts().clone();
+        if self.error.is_none() {
+            match session.finish(ticks_per_microsecond) {
+                Ok((_, e, b)) => (events, bytes) = (e, b),
+                Err(e) => {
+                    (self.log)(&format!("closing the trace failed: {}", e));
+                    self.error = Some(e.to_string());
+                }
+            }
+        }
+        self.stats
+            .events
+            .store(self.done_events + events, Ordering::Relaxed);
+        self.stats
+            .bytes
+            .store(self.done_bytes + bytes, Ordering::Relaxed);
+        Summary {
+            events,
+            bytes,
+            counts,
+            error: self.error.clone(),
+        }
     }
 }

@@ -1,0 +1,302 @@
+//! Bursts: the commands of the control socket, the Java API and the timers all end here.
+//!
+//! A burst begins with BEGIN_BURST on the channel, then recording is switched on and the
+//! JVMTI events the burst asks for are enabled. It ends by disabling them, stopping and
+//! collecting every thread's partial batch, then END_BURST — so the boundary falls exactly
+//! between the records made before and after it. One lock serialises all of this.
+
+use crate::clock;
+use crate::ffi::jvmti::{self, cap, Jvmti};
+use crate::log;
+use crate::options::{Gc, Methods};
+use crate::profiler::Profiler;
+use jlive_writer::record::{Message, RecordKind};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// What one burst records (VA/Java's ExeOn/OnLight/Off, GCOn/OnLight/Off, AllocOn/Off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BurstFlags {
+    pub methods: Methods,
+    pub gc: Gc,
+    pub alloc: bool,
+}
+
+/// VA/Java image-level flag values (jlive's numbering; the document gives names only).
+pub mod vajava {
+    pub const EXE_ON: i32 = 0x1;
+    pub const EXE_ON_LIGHT: i32 = 0x2;
+    pub const EXE_OFF: i32 = 0x4;
+    pub const GC_ON: i32 = 0x10;
+    pub const GC_ON_LIGHT: i32 = 0x20;
+    pub const GC_OFF: i32 = 0x40;
+    pub const ALLOC_ON: i32 = 0x100;
+    pub const ALLOC_OFF: i32 = 0x200;
+}
+
+impl BurstFlags {
+    /// Flags of `tracingBegin(flags)`; a group with no flag keeps the option's setting.
+    pub fn from_vajava(flags: i32, defaults: BurstFlags) -> BurstFlags {
+        use vajava::*;
+        let pick = |on: i32, light: i32, off: i32| {
+            if flags & on != 0 {
+                Some(0)
+            } else if flags & light != 0 {
+                Some(1)
+            } else if flags & off != 0 {
+                Some(2)
+            } else {
+                None
+            }
+        };
+        BurstFlags {
+            methods: match pick(EXE_ON, EXE_ON_LIGHT, EXE_OFF) {
+                Some(0) => Methods::On,
+                Some(1) => Methods::Entry,
+                Some(_) => Methods::Off,
+                None => defaults.methods,
+            },
+            gc: match pick(GC_ON, GC_ON_LIGHT, GC_OFF) {
+                Some(0) => Gc::On,
+                Some(1) => Gc::Light,
+                Some(_) => Gc::Off,
+                None => defaults.gc,
+            },
+            alloc: match pick(ALLOC_ON, 0, ALLOC_OFF) {
+                Some(0) => true,
+                Some(_) => false,
+                None => defaults.alloc,
+            },
+        }
+    }
+}
+
+/// The burst state behind the lock.
+#[derive(Default)]
+pub struct BurstState {
+    flags: Option<BurstFlags>,
+    opened: Option<Instant>,
+    count: u32,
+    /// The current file's number (`%n`).
+    file: u32,
+    /// Bursts begun by the `delay` timer (so `duration` ends only those).
+    pub timed: bool,
+}
+
+impl BurstState {
+    pub fn is_open(&self) -> bool {
+        self.flags.is_some()
+    }
+    pub fn opened(&self) -> Option<Instant> {
+        self.opened
+    }
+}
+
+impl Profiler {
+    /// Opens a burst; `flags` None = as the options say.
+    pub fn begin_burst(
+        &self,
+        jvmti: Jvmti,
+        label: Option<&str>,
+        flags: Option<BurstFlags>,
+    ) -> Result<String, String> {
+        let mut state = self.bursts.lock();
+
+        if state.is_open() {
+            return Err(format!("burst {} is already open", state.count));
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err("the JVM is shutting down".into());
+        }
+        let flags = flags.unwrap_or_else(|| self.default_flags());
+        let ticks = clock::ticks();
+        self.hub.control(Message::BurstBegin { ticks });
+        if let Some(label) = label.filter(|l| !l.is_empty()) {
+            self.hub.control(Message::UserEvent {
+                ticks,
+                text: format!("burst: {}", label),
+            });
+        }
+        self.hub.start();
+        self.switch_events(jvmti, flags, true);
+        state.flags = Some(flags);
+        state.opened = Some(Instant::now());
+        state.timed = false;
+        state.count += 1;
+        log::info(&format!("burst {} begun", state.count));
+        Ok(format!("burst {} begun", state.count))
+    }
+
+    /// Closes the open burst.
+    pub fn end_burst(&self, jvmti: Jvmti) -> Result<String, String> {
+        let mut state = self.bursts.lock();
+        let Some(flags) = state.flags.take() else {
+            return Err("no burst is open".into());
+        };
+        self.switch_events(jvmti, flags, false);
+        self.hub.stop_and_collect();
+        self.hub.control(Message::BurstEnd {
+            ticks: clock::ticks(),
+        });
+        state.opened = None;
+        log::info(&format!("burst {} ended", state.count));
+        Ok(format!("burst {} ended", state.count))
+    }
+
+    /// A USER_EVENT from the control socket, after every record made before it.
+    pub fn mark(&self, text: &str) -> Result<String, String> {
+        let state = self.bursts.lock();
+        if !state.is_open() {
+            return Err("no burst is open: a mark must lie inside a burst".into());
+        }
+        self.hub.collect();
+        self.hub.control(Message::UserEvent {
+            ticks: clock::ticks(),
+            text: text.to_string(),
+        });
+        Ok("marked".into())
+    }
+
+    /// A USER_EVENT recorded on the calling Java thread (the Java API).
+    pub fn thread_event(&self, text: String) -> bool {
+        let Some(buffer) = self.hub.current() else {
+            return false;
+        };
+        let key = self.registry.put_message(text);
+        let ok = buffer.append(
+            &self.hub,
+            RecordKind::UserEvent,
+            clock::ticks(),
+            key,
+            0,
+            Some(0),
+            true,
+        );
+        if !ok {
+            self.registry.take_message(key);
+        }
+        ok
+    }
+
+    /// Finishes the current file and continues in the next one (`%n`).
+    pub fn roll(&self) -> Result<String, String> {
+        let mut state = self.bursts.lock();
+        if self.closed.load(Ordering::SeqCst) {
+            return Err("the JVM is shutting down".into());
+        }
+        state.file += 1;
+        let path = self
+            .options
+            .file_path(std::process::id(), self.start_epoch, state.file);
+        self.hub.collect();
+        self.hub.control(Message::Roll {
+            path: path.clone(),
+            ticks: clock::ticks(),
+            ticks_per_microsecond: clock::refined_rate(),
+        });
+        log::info(&format!("rolled to {}", path));
+        Ok(format!("rolled to {}", path))
+    }
+
+    /// Writes everything recorded so far to disk, and answers when it is there.
+    pub fn flush(&self) -> Result<String, String> {
+        let _state = self.bursts.lock();
+        self.hub.collect();
+        let (done, flushed) = crossbeam_channel::bounded(1);
+        self.hub.control(Message::Flush { done: Some(done) });
+        match flushed.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(()) => Ok("flushed".into()),
+            Err(_) => Err("the writer did not flush in time".into()),
+        }
+    }
+
+    /// One line: state, bursts, events and bytes written, drops (always 0), threads, file.
+    pub fn status(&self) -> String {
+        let state = self.bursts.lock();
+        let s = &self.stats;
+        let mut line = format!(
+            "state={} bursts={} events={} bytes={} dropped=0 threads={} file={} pid={} main={}",
+            if state.is_open() { "tracing" } else { "paused" },
+            state.count,
+            s.events.load(Ordering::Relaxed),
+            s.bytes.load(Ordering::Relaxed),
+            self.hub.threads(),
+            s.file(),
+            std::process::id(),
+            self.main_class.get().map(String::as_str).unwrap_or("?"),
+        );
+        if let Some(e) = s.error() {
+            line.push_str(&format!(" error={:?}", e));
+        }
+        line
+    }
+
+    /// Enables or disables the JVMTI events a burst needs.
+    fn switch_events(&self, jvmti: Jvmti, flags: BurstFlags, on: bool) {
+        let mut events = Vec::new();
+        if flags.methods != Methods::Off {
+            events.push(jvmti::EVENT_METHOD_ENTRY);
+        }
+        if flags.methods == Methods::On {
+            events.push(jvmti::EVENT_METHOD_EXIT);
+        }
+        if flags.gc != Gc::Off && self.caps.has(cap::GENERATE_GARBAGE_COLLECTION_EVENTS) {
+            events.extend([
+                jvmti::EVENT_GARBAGE_COLLECTION_START,
+                jvmti::EVENT_GARBAGE_COLLECTION_FINISH,
+            ]);
+        }
+        if flags.gc == Gc::On && self.caps.has(cap::GENERATE_OBJECT_FREE_EVENTS) {
+            events.push(jvmti::EVENT_OBJECT_FREE);
+        }
+        let alloc = flags.alloc && self.caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
+        if alloc {
+            events.extend([
+                jvmti::EVENT_SAMPLED_OBJECT_ALLOC,
+                jvmti::EVENT_VM_OBJECT_ALLOC,
+            ]);
+        }
+        for event in events {
+            if let Err(e) = jvmti.set_event(event, on) {
+                log::warn(&format!("switching JVMTI event {} failed: {}", event, e));
+            }
+        }
+        if alloc && on {
+            // Retires every thread's TLAB, so that the next allocation of each thread takes
+            // the sampler's slow path; from then on every allocation is sampled.
+            if let Err(e) = jvmti.force_garbage_collection() {
+                log::warn(&format!(
+                    "allocations before the first TLAB refill may be missed: {}",
+                    e
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vajava_flags_map_to_burst_flags() {
+        let d = BurstFlags {
+            methods: Methods::On,
+            gc: Gc::Light,
+            alloc: false,
+        };
+        let f =
+            BurstFlags::from_vajava(vajava::EXE_ON_LIGHT | vajava::GC_OFF | vajava::ALLOC_ON, d);
+        assert_eq!(
+            f,
+            BurstFlags {
+                methods: Methods::Entry,
+                gc: Gc::Off,
+                alloc: true
+            }
+        );
+        assert_eq!(BurstFlags::from_vajava(0, d), d);
+        let f = BurstFlags::from_vajava(vajava::EXE_OFF | vajava::GC_ON, d);
+        assert_eq!((f.methods, f.gc, f.alloc), (Methods::Off, Gc::On, false));
+    }
+}

@@ -1,0 +1,474 @@
+//! The control socket and the burst timers, served by one thread ("jlive control").
+//!
+//! Listening: a Unix socket (by default `$TMPDIR/jlive-$UID/$PID.sock`, directory 0700,
+//! socket 0600, each peer's uid checked with SO_PEERCRED, removed at exit) or TCP (loopback
+//! unless a token is given; with a token every connection must first send `auth TOKEN`).
+//!
+//! Protocol: one command per line, one answer line `ok ...` or `error ...`:
+//! `start [label]`, `stop`, `mark TEXT`, `status`, `roll`, `flush`, `help`, `quit`. The
+//! published JinsightLive agent's one-byte commands also work: 1 start, 2 stop, 3 roll, each
+//! answered with the byte 9. Bad input never does harm: lines are capped at 4096 bytes, at
+//! most 8 clients are served at once, and a client silent for 60 s is dropped.
+
+use crate::buffer;
+use crate::ffi::jvmti::Jvmti;
+use crate::log;
+use crate::options::{Control, Options};
+use crate::profiler::Profiler;
+use parking_lot::Mutex;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const MAX_LINE: usize = 4096;
+pub const MAX_CLIENTS: usize = 8;
+pub const IDLE: Duration = Duration::from_secs(60);
+/// The longest the thread sleeps, so that a stop request is seen promptly.
+const TICK: Duration = Duration::from_millis(100);
+
+const HELP: &str =
+    "commands: start [label] | stop | mark TEXT | status | roll | flush | help | quit; \
+                    one-byte: 1 start, 2 stop, 3 roll (answered with the byte 9)";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The Unix socket to remove at exit.
+static SOCKET_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// A bound, listening control socket.
+pub enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener, Option<String>),
+}
+
+/// The default socket directory: `$TMPDIR/jlive-$UID`.
+pub fn socket_dir() -> PathBuf {
+    let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    Path::new(&tmp).join(format!("jlive-{}", uid))
+}
+
+/// Binds the control socket the options ask for (at load, so that a failure stops the JVM).
+pub fn listen(options: &Options) -> Result<Option<Listener>, String> {
+    match &options.control {
+        Control::Off => Ok(None),
+        Control::Auto => {
+            let dir = socket_dir();
+            private_dir(&dir)?;
+            bind_unix(&dir.join(format!("{}.sock", std::process::id()))).map(Some)
+        }
+        Control::Unix(path) => bind_unix(Path::new(path)).map(Some),
+        Control::Tcp(addr) => {
+            let l = TcpListener::bind(addr)
+                .map_err(|e| format!("cannot listen on tcp:{}: {}", addr, e))?;
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let bound = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            log::info(&format!("control socket tcp:{}", bound));
+            Ok(Some(Listener::Tcp(l, options.token.clone())))
+        }
+    }
+}
+
+/// Creates the directory 0700, or accepts it only if it is ours and private.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(dir) {
+        Err(_) => std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                format!(
+                    "cannot create the control directory {}: {}",
+                    dir.display(),
+                    e
+                )
+            }),
+        Ok(meta) => {
+            // SAFETY: geteuid has no preconditions.
+            let uid = unsafe { libc::geteuid() };
+            if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+                return Err(format!(
+                    "the control directory {} is not a private directory of this user (mode 0700); \
+                     remove it, or give control=PATH or control=off",
+                    dir.display()
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn bind_unix(path: &Path) -> Result<Listener, String> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket_like()) {
+        let _ = std::fs::remove_file(path); // a stale socket of an earlier JVM with this pid
+    }
+    let l = UnixListener::bind(path)
+        .map_err(|e| format!("cannot create the control socket {}: {}", path.display(), e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot make {} private: {}", path.display(), e))?;
+    l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    *SOCKET_PATH.lock() = Some(path.to_path_buf());
+    log::info(&format!("control socket {}", path.display()));
+    Ok(Listener::Unix(l))
+}
+
+trait SocketLike {
+    fn is_socket_like(&self) -> bool;
+}
+
+impl SocketLike for std::fs::FileType {
+    fn is_socket_like(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.is_socket()
+    }
+}
+
+/// Starts the control thread (socket and timers).
+pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("jlive-control".into())
+        .spawn(move || {
+            buffer::mark_agent_thread();
+            // Attached so that it may call JVMTI (enable events, force a GC for alloc=on).
+            if p.vm.attach_daemon(c"jlive control").is_none() {
+                log::warn("the control thread cannot attach to the JVM; control is off");
+                return;
+            }
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(p, listener)));
+        })
+}
+
+/// Asks the control thread to finish, and removes the socket.
+pub fn stop(_p: &Profiler) {
+    STOP.store(true, Ordering::SeqCst);
+    remove_socket();
+}
+
+pub fn remove_socket() {
+    if let Some(path) = SOCKET_PATH.lock().take() {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.write_all(buf),
+            Stream::Tcp(s) => s.write_all(buf),
+        }
+    }
+}
+
+struct Client {
+    stream: Stream,
+    pending: Vec<u8>,
+    /// False until `auth TOKEN` on a TCP socket that has a token.
+    authed: bool,
+    last: Instant,
+}
+
+/// The timed burst of `delay=` and `duration=`.
+struct Timers {
+    begin_at: Option<Instant>,
+    end_at: Option<Instant>,
+    duration: Option<Duration>,
+}
+
+impl Timers {
+    fn new(p: &Profiler) -> Timers {
+        let o = &p.options;
+        let opened = p.bursts.lock().opened();
+        Timers {
+            begin_at: o.delay.map(|d| p.loaded + d),
+            end_at: match (o.delay, o.duration, opened) {
+                (None, Some(d), Some(at)) => Some(at + d),
+                _ => None,
+            },
+            duration: o.duration,
+        }
+    }
+
+    fn next(&self) -> Option<Instant> {
+        [self.begin_at, self.end_at].into_iter().flatten().min()
+    }
+
+    fn fire(&mut self, p: &Profiler, jvmti: Jvmti) {
+        let now = Instant::now();
+        if self.begin_at.is_some_and(|t| t <= now) {
+            self.begin_at = None;
+            match p.begin_burst(jvmti, Some("timed"), None) {
+                Ok(_) => self.end_at = self.duration.map(|d| now + d),
+                Err(e) => log::info(&format!("timed burst not begun: {}", e)),
+            }
+        }
+        if self.end_at.is_some_and(|t| t <= now) {
+            self.end_at = None;
+            if let Err(e) = p.end_burst(jvmti) {
+                log::info(&format!("timed burst not ended: {}", e));
+            }
+        }
+    }
+}
+
+fn serve(p: &'static Profiler, listener: Option<Listener>) {
+    let jvmti = p.jvmti;
+    let mut timers = Timers::new(p);
+    let mut clients: Vec<Client> = Vec::new();
+    while !STOP.load(Ordering::SeqCst) {
+        let wait = timers.next().map_or(TICK, |t| {
+            t.saturating_duration_since(Instant::now()).min(TICK)
+        });
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(clients.len() + 1);
+        if let Some(l) = &listener {
+            let fd = match l {
+                Listener::Unix(u) => u.as_raw_fd(),
+                Listener::Tcp(t, _) => t.as_raw_fd(),
+            };
+            fds.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        for c in &clients {
+            fds.push(libc::pollfd {
+                fd: c.stream.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
+        // SAFETY: fds is a valid array of pollfd of the given length for the call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        timers.fire(p, jvmti);
+        if ready <= 0 {
+            drop_idle(&mut clients);
+            continue;
+        }
+        let offset = usize::from(listener.is_some());
+        let mut keep = vec![true; clients.len()];
+        for (i, c) in clients.iter_mut().enumerate() {
+            if fds[i + offset].revents != 0 {
+                keep[i] = c.serve(p, jvmti);
+            }
+        }
+        let mut k = keep.into_iter();
+        clients.retain(|_| k.next().unwrap_or(false));
+        if offset == 1 && fds[0].revents != 0 {
+            if let Some(l) = &listener {
+                accept(l, &mut clients);
+            }
+        }
+        drop_idle(&mut clients);
+    }
+}
+
+fn drop_idle(clients: &mut Vec<Client>) {
+    clients.retain(|c| c.last.elapsed() < IDLE);
+}
+
+fn accept(listener: &Listener, clients: &mut Vec<Client>) {
+    loop {
+        let (mut stream, needs_auth) = match listener {
+            Listener::Unix(l) => match l.accept() {
+                Ok((s, _)) => (Stream::Unix(s), false),
+                Err(_) => return,
+            },
+            Listener::Tcp(l, token) => match l.accept() {
+                Ok((s, _)) => (Stream::Tcp(s), token.is_some()),
+                Err(_) => return,
+            },
+        };
+        if let Stream::Unix(s) = &stream {
+            if !peer_allowed(s.as_raw_fd()) {
+                let _ = stream.write_all(b"error permission denied\n");
+                continue;
+            }
+        }
+        if clients.len() >= MAX_CLIENTS {
+            let _ = stream.write_all(b"error too many clients\n");
+            continue;
+        }
+        let nonblocking = match &stream {
+            Stream::Unix(s) => s.set_nonblocking(true),
+            Stream::Tcp(s) => s.set_nonblocking(true),
+        };
+        if nonblocking.is_ok() {
+            clients.push(Client {
+                stream,
+                pending: Vec::new(),
+                authed: !needs_auth,
+                last: Instant::now(),
+            });
+        }
+    }
+}
+
+/// Only this user (or root) may drive the profiler.
+fn peer_allowed(fd: RawFd) -> bool {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred and len are valid for getsockopt to fill; fd is a connected Unix socket.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    rc == 0 && (cred.uid == me || cred.uid == 0)
+}
+
+impl Client {
+    /// Reads and answers what the client sent; false = close the connection.
+    fn serve(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+        let mut buf = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.last = Instant::now();
+                    self.pending.extend_from_slice(&buf[..n]);
+                    if !self.answer(p, jvmti) {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn reply(&mut self, text: &[u8]) -> bool {
+        self.stream.write_all(text).is_ok()
+    }
+
+    /// Answers every complete command in `pending`.
+    fn answer(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+        loop {
+            let Some(&first) = self.pending.first() else {
+                return true;
+            };
+            if (1..=3).contains(&first) {
+                self.pending.remove(0);
+                if !self.authed {
+                    let _ = self.reply(b"error auth required\n");
+                    return false;
+                }
+                let _ = match first {
+                    1 => p.begin_burst(jvmti, None, None),
+                    2 => p.end_burst(jvmti),
+                    _ => p.roll(),
+                };
+                if !self.reply(&[9]) {
+                    return false;
+                }
+                continue;
+            }
+            let Some(end) = self.pending.iter().position(|&b| b == b'\n') else {
+                if self.pending.len() > MAX_LINE {
+                    let _ = self.reply(
+                        format!("error line too long (at most {} bytes)\n", MAX_LINE).as_bytes(),
+                    );
+                    return false;
+                }
+                return true;
+            };
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            if line.len() > MAX_LINE + 1 {
+                let _ = self.reply(
+                    format!("error line too long (at most {} bytes)\n", MAX_LINE).as_bytes(),
+                );
+                return false;
+            }
+            let (answer, keep) = match std::str::from_utf8(&line) {
+                Ok(text) => self.command(p, jvmti, text.trim()),
+                Err(_) => ("error not UTF-8 text".to_string(), true),
+            };
+            if answer.is_empty() {
+                continue;
+            }
+            if !self.reply(format!("{}\n", answer).as_bytes()) || !keep {
+                return false;
+            }
+        }
+    }
+
+    /// One command line → (answer, keep the connection).
+    fn command(&mut self, p: &Profiler, jvmti: Jvmti, line: &str) -> (String, bool) {
+        if line.is_empty() {
+            return (String::new(), true);
+        }
+        let (word, rest) = match line.split_once(char::is_whitespace) {
+            Some((w, r)) => (w, r.trim()),
+            None => (line, ""),
+        };
+        if !self.authed {
+            return match (word, p.options.token.as_deref()) {
+                ("auth", Some(token)) if constant_time_eq(rest.as_bytes(), token.as_bytes()) => {
+                    self.authed = true;
+                    ("ok authenticated".into(), true)
+                }
+                _ => ("error auth required: send `auth TOKEN` first".into(), false),
+            };
+        }
+        let result = match word {
+            "start" => p.begin_burst(jvmti, (!rest.is_empty()).then_some(rest), None),
+            "stop" => p.end_burst(jvmti),
+            "mark" if rest.is_empty() => Err("mark needs a text".into()),
+            "mark" => p.mark(rest),
+            "status" => Ok(p.status()),
+            "roll" => p.roll(),
+            "flush" => p.flush(),
+            "help" => Ok(HELP.into()),
+            "auth" => Ok("already authenticated".into()),
+            "quit" | "exit" => return ("ok bye".into(), false),
+            _ => {
+                let shown: String = word.chars().take(40).collect();
+                Err(format!(
+                    "unknown command '{}'; try help",
+                    shown.escape_debug()
+                ))
+            }
+        };
+        match result {
+            Ok(text) => (format!("ok {}", text), true),
+            Err(text) => (format!("error {}", text), true),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,171 @@
+//! `jlive ctl` and `jlive list`: talk to running JVMs through their control sockets.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long an answer may take (a flush waits for the disk).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// The directory of the default sockets: `$TMPDIR/jlive-$UID`.
+pub fn socket_dir() -> PathBuf {
+    let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    Path::new(&tmp).join(format!("jlive-{}", uid))
+}
+
+/// The sockets in the default directory, with the pid each names.
+fn sockets() -> Vec<(u32, PathBuf)> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(socket_dir())
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let path = e.path();
+                    let pid = path
+                        .file_name()?
+                        .to_str()?
+                        .strip_suffix(".sock")?
+                        .parse()
+                        .ok()?;
+                    Some((pid, path))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+enum Target {
+    Unix(PathBuf),
+    Tcp(String, Option<String>),
+}
+
+fn exchange(target: &Target, line: &str) -> Result<String, String> {
+    let (mut writer, reader): (Box<dyn Write>, Box<dyn std::io::Read>) = match target {
+        Target::Unix(path) => {
+            let s = UnixStream::connect(path)
+                .map_err(|e| format!("cannot connect to {}: {}", path.display(), e))?;
+            s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok();
+            (
+                Box::new(s.try_clone().map_err(|e| e.to_string())?),
+                Box::new(s),
+            )
+        }
+        Target::Tcp(addr, _) => {
+            let s = TcpStream::connect(addr)
+                .map_err(|e| format!("cannot connect to tcp:{}: {}", addr, e))?;
+            s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok();
+            (
+                Box::new(s.try_clone().map_err(|e| e.to_string())?),
+                Box::new(s),
+            )
+        }
+    };
+    let mut reader = BufReader::new(reader);
+    let mut answer = String::new();
+    if let Target::Tcp(_, Some(token)) = target {
+        writeln!(writer, "auth {}", token).map_err(|e| e.to_string())?;
+        reader.read_line(&mut answer).map_err(|e| e.to_string())?;
+        if !answer.starts_with("ok") {
+            return Ok(answer.trim_end().to_string());
+        }
+        answer.clear();
+    }
+    // A refused connection may be closed before the line is written: read its answer anyway.
+    let written = writeln!(writer, "{}", line);
+    let read = reader.read_line(&mut answer);
+    if answer.is_empty() {
+        if let Err(e) = written {
+            return Err(format!("the JVM closed the connection: {}", e));
+        }
+        read.map_err(|e| format!("no answer: {}", e))?;
+    }
+    if answer.is_empty() {
+        return Err("the JVM closed the connection without an answer".into());
+    }
+    Ok(answer.trim_end().to_string())
+}
+
+/// `jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND [ARGS...]`
+pub fn ctl(args: &[String]) -> Result<u8, String> {
+    let mut target = None;
+    let mut token = None;
+    let mut rest = args;
+    while let Some((flag, tail)) = rest.split_first() {
+        let value = || {
+            tail.first()
+                .cloned()
+                .ok_or_else(|| format!("{} needs a value", flag))
+        };
+        match flag.as_str() {
+            "--pid" => {
+                let pid = value()?;
+                target = Some(Target::Unix(socket_dir().join(format!("{}.sock", pid))));
+            }
+            "--socket" => target = Some(Target::Unix(PathBuf::from(value()?))),
+            "--tcp" => target = Some(Target::Tcp(value()?, None)),
+            "--token" => token = Some(value()?),
+            _ => break,
+        }
+        rest = &tail[1..];
+    }
+    if rest.is_empty() {
+        return Err(
+            "ctl needs a command: start [label] | stop | mark TEXT | status | roll | flush | help"
+                .into(),
+        );
+    }
+    let target = match target {
+        Some(Target::Tcp(addr, _)) => Target::Tcp(addr, token),
+        Some(t) => t,
+        None => match sockets().as_slice() {
+            [(_, path)] => Target::Unix(path.clone()),
+            [] => {
+                return Err(format!(
+                    "no JVM with a jlive control socket in {}",
+                    socket_dir().display()
+                ))
+            }
+            many => {
+                let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
+                return Err(format!(
+                    "several JVMs ({}): choose one with --pid",
+                    pids.join(", ")
+                ));
+            }
+        },
+    };
+    let answer = exchange(&target, &rest.join(" "))?;
+    println!("{}", answer);
+    Ok(if answer.starts_with("ok") { 0 } else { 1 })
+}
+
+/// The value of `key=` in a status line.
+fn field<'a>(status: &'a str, key: &str) -> &'a str {
+    status
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or("?")
+}
+
+/// `jlive list`: JVMs on this machine with a live jlive socket.
+pub fn list() -> Result<u8, String> {
+    println!("{:>8}  {:<8}  {:<40}  file", "pid", "state", "main class");
+    for (pid, path) in sockets() {
+        match exchange(&Target::Unix(path), "status") {
+            Ok(status) if status.starts_with("ok") => println!(
+                "{:>8}  {:<8}  {:<40}  {}",
+                pid,
+                field(&status, "state"),
+                field(&status, "main"),
+                field(&status, "file")
+            ),
+            _ => {} // a socket left by a JVM that is gone
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,528 @@
+//! Bursts on demand: the control socket driven with `jlive ctl`, timed bursts, roll, the Java
+//! API, and the socket's defences. Every count is compared with what the program knows.
+
+mod common;
+
+use common::*;
+use jlive_writer::jinsight::Event;
+use jlive_writer::stats::Trace;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+/// A JVM running Phases, driven line by line.
+struct Driven {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Driven {
+    fn start(jdk: &Jdk, options: &str, class: &str) -> Driven {
+        let mut child = Command::new(jdk.java())
+            .arg(format!("-agentpath:{}={}", agent().display(), options))
+            .arg("-cp")
+            .arg(classes())
+            .arg(class)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start java");
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        let mut d = Driven {
+            child,
+            input,
+            output,
+        };
+        assert_eq!(d.line(), "ready");
+        d
+    }
+
+    fn line(&mut self) -> String {
+        let mut s = String::new();
+        self.output
+            .read_line(&mut s)
+            .expect("read the program's output");
+        s.trim().to_string()
+    }
+
+    /// Runs phase N and waits until the program has done it.
+    fn phase(&mut self, n: u32) {
+        writeln!(self.input, "{}", n).unwrap();
+        assert_eq!(self.line(), format!("done {}", n));
+    }
+
+    fn quit(mut self) {
+        writeln!(self.input, "quit").unwrap();
+        let line = self.line();
+        assert!(line.starts_with("value "), "{}", line);
+        let status = self.child.wait().unwrap();
+        assert!(status.success());
+    }
+}
+
+/// `jlive ctl --socket PATH ARGS...` → (exit code, answer).
+fn ctl(socket: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(jlive_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text.trim().to_string())
+}
+
+fn ok(socket: &Path, args: &[&str]) -> String {
+    let (code, answer) = ctl(socket, args);
+    assert_eq!(code, 0, "jlive ctl {:?}: {}", args, answer);
+    assert!(answer.starts_with("ok"), "{}", answer);
+    answer
+}
+
+/// Per burst (numbered from 1): method name → entries, and the user events.
+fn by_burst(trace: &Trace) -> Vec<(HashMap<String, u64>, Vec<String>)> {
+    let mut bursts = Vec::new();
+    let mut outside = 0;
+    for (_, e) in &trace.events {
+        match e {
+            Event::BeginBurst { .. } => bursts.push((HashMap::new(), Vec::new())),
+            Event::MethodEnter { class, method, .. } => match bursts.last_mut() {
+                Some((calls, _)) => {
+                    *calls.entry(trace.method_name(*class, *method)).or_insert(0) += 1
+                }
+                None => outside += 1,
+            },
+            Event::UserEvent { message, .. } => {
+                if let Some((_, marks)) = bursts.last_mut() {
+                    marks.push(message.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(outside, 0, "entries outside bursts");
+    bursts
+}
+
+fn scratch_socket(name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    (dir.join("c.sock"), dir.join("t.trc"))
+}
+
+#[test]
+fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
+    for jdk in jdks() {
+        let (socket, file) = scratch_socket("bursts");
+        let options = format!(
+            "start=paused,control={},file={}",
+            socket.display(),
+            file.display()
+        );
+        let mut jvm = Driven::start(&jdk, &options, "Phases");
+        assert!(ok(&socket, &["status"]).contains("state=paused"));
+        ok(&socket, &["start", "phase one"]);
+        jvm.phase(1);
+        ok(&socket, &["mark", "after phase 1"]);
+        ok(&socket, &["stop"]);
+        jvm.phase(2);
+        ok(&socket, &["start"]);
+        jvm.phase(3);
+        assert!(ok(&socket, &["status"]).contains("bursts=2"));
+        ok(&socket, &["stop"]);
+        jvm.quit();
+        assert!(!socket.exists(), "the socket is removed at exit");
+        let trace = read_trace(&file);
+        let bursts = by_burst(&trace);
+        assert_eq!(bursts.len(), 2, "{}", jdk.name);
+        let (one, marks) = &bursts[0];
+        assert_eq!(
+            one.get("Phases.p1"),
+            Some(&1000),
+            "{}: burst 1 holds phase 1",
+            jdk.name
+        );
+        assert_eq!(
+            marks,
+            &["burst: phase one", "after phase 1"],
+            "{}",
+            jdk.name
+        );
+        let (three, _) = &bursts[1];
+        assert_eq!(
+            three.get("Phases.p3"),
+            Some(&3000),
+            "{}: burst 2 holds phase 3",
+            jdk.name
+        );
+        for (calls, _) in &bursts {
+            assert_eq!(
+                calls.get("Phases.p2"),
+                None,
+                "{}: the untraced phase appears nowhere",
+                jdk.name
+            );
+        }
+        assert_eq!(one.get("Phases.p3"), None);
+        assert_eq!(three.get("Phases.p1"), None);
+    }
+}
+
+#[test]
+fn roll_finishes_the_file_and_continues_in_the_next() {
+    let jdk = &jdks()[0];
+    let (socket, _) = scratch_socket("roll");
+    let pattern = socket.with_file_name("part-%n.trc");
+    let options = format!(
+        "start=paused,control={},file={}",
+        socket.display(),
+        pattern.display()
+    );
+    let mut jvm = Driven::start(jdk, &options, "Phases");
+    ok(&socket, &["start"]);
+    jvm.phase(1);
+    let answer = ok(&socket, &["roll"]);
+    assert!(answer.ends_with("part-1.trc"), "{}", answer);
+    jvm.phase(3);
+    ok(&socket, &["flush"]);
+    ok(&socket, &["stop"]);
+    jvm.quit();
+    let first = by_burst(&read_trace(&socket.with_file_name("part-0.trc")));
+    let second = by_burst(&read_trace(&socket.with_file_name("part-1.trc")));
+    assert_eq!(
+        (first.len(), second.len()),
+        (1, 1),
+        "the open burst continues in the next file"
+    );
+    assert_eq!(
+        (first[0].0.get("Phases.p1"), first[0].0.get("Phases.p3")),
+        (Some(&1000), None)
+    );
+    assert_eq!(
+        (second[0].0.get("Phases.p1"), second[0].0.get("Phases.p3")),
+        (None, Some(&3000))
+    );
+}
+
+#[test]
+fn timed_bursts_open_and_close_on_time() {
+    for jdk in jdks() {
+        let dir = scratch("timed");
+        let file = dir.join("t.trc");
+        let run = java(
+            &jdk,
+            Some(&format!(
+                "delay=1s,duration=1s,control=off,file={}",
+                file.display()
+            )),
+            &["Timed", "3000"],
+        );
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let trace = read_trace(&file);
+        let tpu = f64::from(trace.header.ticks_per_microsecond);
+        let ms = |ticks: u64| ticks as f64 / tpu / 1000.0;
+        let begins: Vec<u64> = trace
+            .events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::BeginBurst { ticks } => Some(*ticks),
+                _ => None,
+            })
+            .collect();
+        let ends: Vec<u64> = trace
+            .events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::EndBurst { ticks } => Some(*ticks),
+                _ => None,
+            })
+            .collect();
+        assert_eq!((begins.len(), ends.len()), (1, 1), "{}", jdk.name);
+        let opened = ms(begins[0] - trace.header.start_ticks);
+        let lasted = ms(ends[0] - begins[0]);
+        assert!(
+            (opened - 1000.0).abs() <= 50.0,
+            "{}: opened {:.1} ms after start",
+            jdk.name,
+            opened
+        );
+        assert!(
+            (lasted - 1000.0).abs() <= 50.0,
+            "{}: lasted {:.1} ms",
+            jdk.name,
+            lasted
+        );
+        let calls = by_burst(&trace)[0]
+            .0
+            .get("Timed.tick")
+            .copied()
+            .unwrap_or(0);
+        assert!(
+            calls > 1000,
+            "{}: ticks traced in the burst: {}",
+            jdk.name,
+            calls
+        );
+    }
+}
+
+#[test]
+fn the_java_api_drives_bursts_and_is_harmless_without_jlive() {
+    for jdk in jdks() {
+        let dir = scratch("api");
+        let file = dir.join("t.trc");
+        let classpath = format!("{}:{}", classes().display(), api_jar().display());
+        let run_with = |agent: Option<String>| {
+            let mut c = Command::new(jdk.java());
+            if let Some(a) = agent {
+                c.arg(a);
+            }
+            c.arg("-cp").arg(&classpath).arg("ApiDemo");
+            run(c)
+        };
+        let plain = run_with(None);
+        assert_eq!(plain.code, Some(0), "{}", plain.stderr);
+        assert_eq!(
+            plain.stderr.trim(),
+            "tracing false false after false",
+            "no-ops without jlive"
+        );
+        let traced = run_with(Some(format!(
+            "-agentpath:{}=start=paused,control=off,file={}",
+            agent().display(),
+            file.display()
+        )));
+        assert_eq!(traced.code, Some(0), "{}", traced.stderr);
+        assert_eq!(traced.stdout, plain.stdout, "output unchanged");
+        assert_eq!(
+            traced.stderr.trim(),
+            "tracing true true after false",
+            "{}",
+            jdk.name
+        );
+        let trace = read_trace(&file);
+        let bursts = by_burst(&trace);
+        assert_eq!(bursts.len(), 2, "{}", jdk.name);
+        assert_eq!(bursts[0].0.get("ApiDemo.work"), Some(&100), "{}", jdk.name);
+        assert_eq!(bursts[0].1, ["burst: api", "halfway"], "{}", jdk.name);
+        assert_eq!(bursts[1].0.get("ApiDemo.work"), Some(&30), "{}", jdk.name);
+        let items = trace
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::ObjectCreated { class, .. } if trace.class_name(*class) == "ApiDemo$Item"))
+            .count();
+        assert_eq!(items, 30, "{}: AllocOn records the 30 Items", jdk.name);
+    }
+}
+
+#[test]
+fn another_user_cannot_drive_the_profiler() {
+    let jdk = &jdks()[0];
+    let (socket, file) = scratch_socket("nobody");
+    let options = format!(
+        "start=paused,control={},file={}",
+        socket.display(),
+        file.display()
+    );
+    let jvm = Driven::start(jdk, &options, "Phases");
+    // Open the socket file itself to everyone: the peer-credential check must still refuse.
+    let dir = socket.parent().unwrap();
+    for p in [dir, socket.as_path()] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    }
+    let out = Command::new(jlive_bin())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .arg("start")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run jlive ctl as nobody");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "nobody was let in: {}", said);
+    assert!(
+        said.contains("permission denied") || said.contains("Permission denied"),
+        "{}",
+        said
+    );
+    assert!(
+        ok(&socket, &["status"]).contains("state=paused"),
+        "nobody's command did nothing"
+    );
+    jvm.quit();
+}
+
+#[test]
+fn garbage_on_the_socket_leaves_the_jvm_running_and_the_next_command_working() {
+    let jdk = &jdks()[0];
+    let (socket, file) = scratch_socket("garbage");
+    let options = format!(
+        "start=paused,control={},file={}",
+        socket.display(),
+        file.display()
+    );
+    let mut jvm = Driven::start(jdk, &options, "Phases");
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut sent = 0;
+    while sent < 3000 {
+        let Ok(mut s) = std::os::unix::net::UnixStream::connect(&socket) else {
+            continue;
+        };
+        s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+        for _ in 0..50 {
+            let len = match next() % 20 {
+                0 => 100_000, // oversized
+                _ => (next() % 300) as usize,
+            };
+            let mut line: Vec<u8> = (0..len).map(|_| (next() % 256) as u8).collect();
+            line.push(b'\n');
+            sent += 1;
+            if s.write_all(&line).is_err() {
+                break; // the agent closed this connection: expected for bad input
+            }
+        }
+    }
+    // More clients than it serves, all idle.
+    let idle: Vec<_> = (0..20)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(&socket).ok())
+        .collect();
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    // Random lines may begin with the one-byte commands 1, 2, 3 (start, stop, roll) of the
+    // published agent's protocol, so a burst may be open and the file rolled by now.
+    let _ = ctl(&socket, &["stop"]);
+    ok(&socket, &["start"]);
+    jvm.phase(1);
+    ok(&socket, &["stop"]);
+    let status = ok(&socket, &["status"]);
+    let current = status
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("file="))
+        .unwrap()
+        .to_string();
+    assert!(
+        current.starts_with(file.with_extension("").to_str().unwrap()),
+        "{}",
+        status
+    );
+    jvm.quit();
+    let bursts = by_burst(&read_trace(Path::new(&current)));
+    let last = bursts.last().expect("the burst after the garbage");
+    assert_eq!(last.0.get("Phases.p1"), Some(&1000));
+}
+
+#[test]
+fn tcp_control_is_loopback_only_unless_a_token_guards_it() {
+    let jdk = &jdks()[0];
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = java(
+        jdk,
+        Some(&format!("control=tcp:0.0.0.0:{}", port)),
+        &["Fib"],
+    );
+    assert_ne!(refused.code, Some(0));
+    assert!(
+        refused.stderr.contains("token=SECRET"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stdout.contains("fib"), "main must not run");
+
+    let dir = scratch("tcp");
+    let file = dir.join("t.trc");
+    let options = format!(
+        "start=paused,control=tcp:0.0.0.0:{},token=s3cret,file={}",
+        port,
+        file.display()
+    );
+    let mut jvm = Driven::start(jdk, &options, "Phases");
+    let tcp = |args: &[&str]| {
+        let out = Command::new(jlive_bin())
+            .arg("ctl")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    let addr = format!("127.0.0.1:{}", port);
+    let (code, answer) = tcp(&["--tcp", &addr, "status"]);
+    assert_eq!(code, Some(1), "{}", answer);
+    assert!(answer.contains("auth required"), "{}", answer);
+    let (code, answer) = tcp(&["--tcp", &addr, "--token", "wrong", "status"]);
+    assert_eq!(code, Some(1), "{}", answer);
+    let (code, answer) = tcp(&["--tcp", &addr, "--token", "s3cret", "start"]);
+    assert_eq!((code, answer.as_str()), (Some(0), "ok burst 1 begun"));
+    jvm.phase(1);
+    // The published agent's one-byte commands, after auth: 2 = stop, answered with 9.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"auth s3cret\n").unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ok authenticated");
+    s.write_all(&[2]).unwrap();
+    let mut byte = [0u8; 1];
+    reader.read_exact(&mut byte).unwrap();
+    assert_eq!(byte[0], 9);
+    drop(s);
+    jvm.phase(2);
+    jvm.quit();
+    let bursts = by_burst(&read_trace(&file));
+    assert_eq!(bursts.len(), 1);
+    assert_eq!(
+        (bursts[0].0.get("Phases.p1"), bursts[0].0.get("Phases.p2")),
+        (Some(&1000), None)
+    );
+}
+
+#[test]
+fn the_default_socket_is_private_listed_and_removed_at_exit() {
+    let jdk = &jdks()[0];
+    let dir = scratch("auto");
+    let file = dir.join("t.trc");
+    let jvm = Driven::start(jdk, &format!("start=paused,file={}", file.display()), "Phases");
+    let pid = jvm.child.id();
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
+    let socket = Path::new(&tmp).join(format!("jlive-{}", uid)).join(format!("{}.sock", pid));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(socket.parent().unwrap()), 0o700, "directory 0700");
+    assert_eq!(mode(&socket), 0o600, "socket 0600");
+    let list = Command::new(jlive_bin()).arg("list").output().unwrap();
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    let row = listed.lines().find(|l| l.split_whitespace().next() == Some(&pid.to_string()));
+    let row = row.unwrap_or_else(|| panic!("jlive list misses {}: {}", pid, listed));
+    assert!(row.contains("paused") && row.contains("Phases"), "{}", row);
+    let out = Command::new(jlive_bin()).args(["ctl", "--pid", &pid.to_string(), "status"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok state=paused"));
+    jvm.quit();
+    assert!(!socket.exists(), "removed at exit");
+}
