@@ -393,8 +393,10 @@ fn garbage_on_the_socket_leaves_the_jvm_running_and_the_next_command_working() {
                 0 => 100_000, // oversized
                 _ => (next() % 300) as usize,
             };
-            let mut line: Vec<u8> = (0..len).map(|_| (next() % 256) as u8).collect();
-            line.push(b'\n');
+            let line: Vec<u8> = (0..len)
+                .map(|_| (next() % 256) as u8)
+                .chain(std::iter::once(b'\n'))
+                .collect();
             sent += 1;
             if s.write_all(&line).is_err() {
                 break; // the agent closed this connection: expected for bad input
@@ -506,22 +508,33 @@ fn the_default_socket_is_private_listed_and_removed_at_exit() {
     let jdk = &jdks()[0];
     let dir = scratch("auto");
     let file = dir.join("t.trc");
-    let jvm = Driven::start(jdk, &format!("start=paused,file={}", file.display()), "Phases");
+    let jvm = Driven::start(
+        jdk,
+        &format!("start=paused,file={}", file.display()),
+        "Phases",
+    );
     let pid = jvm.child.id();
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
-    let socket = Path::new(&tmp).join(format!("jlive-{}", uid)).join(format!("{}.sock", pid));
+    let socket = Path::new(&tmp)
+        .join(format!("jlive-{}", uid))
+        .join(format!("{}.sock", pid));
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(socket.parent().unwrap()), 0o700, "directory 0700");
     assert_eq!(mode(&socket), 0o600, "socket 0600");
     let list = Command::new(jlive_bin()).arg("list").output().unwrap();
     let listed = String::from_utf8_lossy(&list.stdout).to_string();
-    let row = listed.lines().find(|l| l.split_whitespace().next() == Some(&pid.to_string()));
+    let row = listed
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&pid.to_string()));
     let row = row.unwrap_or_else(|| panic!("jlive list misses {}: {}", pid, listed));
     assert!(row.contains("paused") && row.contains("Phases"), "{}", row);
-    let out = Command::new(jlive_bin()).args(["ctl", "--pid", &pid.to_string(), "status"]).output().unwrap();
+    let out = Command::new(jlive_bin())
+        .args(["ctl", "--pid", &pid.to_string(), "status"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok state=paused"));
     jvm.quit();
     assert!(!socket.exists(), "removed at exit");

@@ -1,0 +1,197 @@
+//! Debian's tomcat10 started with the examples/appserver/tomcat/setenv.sh drop-in, the agent
+//! paused, loaded by wrk for 10 s; a 2 s burst taken with `jlive ctl` must hold Catalina's
+//! request processing on several threads, pass `jlive check`, and cost wrk no errors.
+
+mod common;
+
+use common::*;
+use jlive_writer::jinsight::Event;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CATALINA_HOME: &str = "/usr/share/tomcat10";
+
+/// A CATALINA_BASE with Debian's configuration, the HTTP connector on `port`, a static page,
+/// and jlive's setenv.sh.
+fn tomcat_base(dir: &Path, port: u16) -> PathBuf {
+    let base = dir.join("base");
+    for d in ["conf", "logs", "temp", "webapps/ROOT", "work", "bin"] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for f in [
+        "catalina.properties",
+        "context.xml",
+        "jaspic-providers.xml",
+        "logging.properties",
+        "tomcat-users.xml",
+        "web.xml",
+    ] {
+        std::fs::copy(
+            Path::new("/etc/tomcat10").join(f),
+            base.join("conf").join(f),
+        )
+        .unwrap();
+    }
+    let server = std::fs::read_to_string("/etc/tomcat10/server.xml").unwrap();
+    std::fs::write(
+        base.join("conf/server.xml"),
+        server.replace("port=\"8080\"", &format!("port=\"{}\"", port)),
+    )
+    .unwrap();
+    std::fs::write(
+        base.join("webapps/ROOT/index.html"),
+        "<html><body>hello from tomcat</body></html>\n",
+    )
+    .unwrap();
+    let setenv = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/appserver/tomcat/setenv.sh");
+    std::fs::copy(setenv, base.join("bin/setenv.sh")).unwrap();
+    base
+}
+
+fn wait_for_port(port: u16, tomcat: &mut std::process::Child) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = tomcat.try_wait() {
+            panic!("tomcat exited before it listened: {}", status);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "tomcat did not listen on {}",
+            port
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn ctl(socket: &Path, command: &str) -> String {
+    let out = Command::new(jlive_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .arg(command)
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && answer.starts_with("ok"),
+        "jlive ctl {}: {} {}",
+        command,
+        answer,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    answer
+}
+
+#[test]
+fn tomcat_serves_wrk_while_a_burst_is_taken() {
+    assert!(
+        Path::new(CATALINA_HOME).join("bin/catalina.sh").is_file(),
+        "Debian's tomcat10 is missing: apt-get install -y tomcat10"
+    );
+    let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file());
+    let wrk = wrk.expect("wrk is missing: apt-get install -y wrk");
+    let jdk = &jdks()[0];
+    let dir = scratch("tomcat");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = tomcat_base(&dir, port);
+    let socket = dir.join("tomcat.sock");
+    let options = format!(
+        "start=paused,control={},file={}/logs/jlive-%p-%n.trc",
+        socket.display(),
+        base.display()
+    );
+    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
+        .arg("run")
+        .env("CATALINA_HOME", CATALINA_HOME)
+        .env("CATALINA_BASE", &base)
+        .env("JAVA_HOME", &jdk.home)
+        .env("JLIVE_LIB", agent())
+        .env("JLIVE_OPTIONS", &options)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start catalina.sh run");
+    wait_for_port(port, &mut tomcat);
+    assert!(ctl(&socket, "status").contains("state=paused"));
+
+    let load = Command::new(wrk)
+        .args(["-t2", "-c8", "-d10s", "--timeout", "5s"])
+        .arg(format!("http://127.0.0.1:{}/index.html", port))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start wrk");
+    std::thread::sleep(Duration::from_secs(3));
+    ctl(&socket, "start");
+    std::thread::sleep(Duration::from_secs(2));
+    ctl(&socket, "stop");
+    let report = load.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&report.stdout).to_string();
+    assert!(report.contains("Requests/sec"), "{}", report);
+    assert!(
+        !report.contains("Non-2xx") && !report.contains("Socket errors"),
+        "wrk saw errors:\n{}",
+        report
+    );
+
+    // SIGTERM: Tomcat shuts down, the JVM dies normally, the agent closes the trace.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(tomcat.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    while tomcat.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "tomcat did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let trace_file = std::fs::read_dir(base.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
+        })
+        .expect("the trace file");
+    let trace = read_trace(&trace_file);
+    let bursts = trace
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::BeginBurst { .. }))
+        .count();
+    assert_eq!(bursts, 1);
+    let mut threads = HashSet::new();
+    for (_, e) in &trace.events {
+        if let Event::MethodEnter {
+            thread,
+            class,
+            method,
+            ..
+        } = e
+        {
+            if trace.method_name(*class, *method)
+                == "org/apache/catalina/core/StandardWrapperValve.invoke"
+            {
+                threads.insert(trace.thread_name(*thread));
+            }
+        }
+    }
+    assert!(
+        threads.len() >= 2,
+        "request processing on several threads: {:?}",
+        threads
+    );
+    println!(
+        "wrk:\n{}\nrequest threads in the burst: {:?}",
+        report, threads
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
