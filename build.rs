@@ -1,7 +1,8 @@
 //! Builds the Java side with `javac --release 8`:
 //! - `jlive-api.jar` from api/ (jlive.Jlive and VA/Java's InstrumentVMSupport), placed next to
 //!   libjlive.so in target/<profile>/ for users, and found by the tests via JLIVE_API_JAR;
-//! - the example programs of examples/ (top level only), found via JLIVE_EXAMPLE_CLASSES.
+//! - the example programs of examples/ (top level only), found via JLIVE_EXAMPLE_CLASSES;
+//! - java/lang/JliveTrampoline (capture=bci), embedded in libjlive.so via JLIVE_TRAMPOLINE.
 
 include!("build-support/javac.rs");
 
@@ -37,6 +38,14 @@ fn main() {
     compile_java(&examples, Some(&api_classes), &example_classes);
     println!("cargo:rerun-if-changed=examples");
     println!("cargo:rerun-if-changed=api");
+
+    let trampoline = out.join("trampoline");
+    compile_java(&java_sources(Path::new("trampoline")), None, &trampoline);
+    println!("cargo:rerun-if-changed=trampoline");
+    println!(
+        "cargo:rustc-env=JLIVE_TRAMPOLINE={}",
+        trampoline.join("java/lang/JliveTrampoline.class").display()
+    );
     println!(
         "cargo:rustc-env=JLIVE_EXAMPLE_CLASSES={}",
         example_classes.display()

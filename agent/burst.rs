@@ -234,10 +234,11 @@ impl Profiler {
     /// Enables or disables the JVMTI events a burst needs.
     fn switch_events(&self, jvmti: Jvmti, flags: BurstFlags, on: bool) {
         let mut events = Vec::new();
-        if flags.methods != Methods::Off {
+        let bci = self.uses_bci();
+        if flags.methods != Methods::Off && !bci {
             events.push(jvmti::EVENT_METHOD_ENTRY);
         }
-        if flags.methods == Methods::On {
+        if flags.methods == Methods::On && !bci {
             events.push(jvmti::EVENT_METHOD_EXIT);
         }
         if flags.gc != Gc::Off && self.caps.has(cap::GENERATE_GARBAGE_COLLECTION_EVENTS) {
@@ -249,7 +250,8 @@ impl Profiler {
         if flags.gc == Gc::On && self.caps.has(cap::GENERATE_OBJECT_FREE_EVENTS) {
             events.push(jvmti::EVENT_OBJECT_FREE);
         }
-        let alloc = flags.alloc && self.caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
+        // Under capture=bci the rewritten allocation sites report allocations themselves.
+        let alloc = flags.alloc && !bci && self.caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);
         if alloc {
             events.extend([
                 jvmti::EVENT_SAMPLED_OBJECT_ALLOC,

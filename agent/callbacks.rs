@@ -5,7 +5,7 @@
 //! they use no JVMTI or JNI function, take no lock a Java thread could hold across a
 //! safepoint, and append without blocking (a full channel grows the buffer instead).
 
-use crate::classes::{Classes, CLASS_TAG};
+use crate::classes::Classes;
 use crate::clock;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
@@ -78,10 +78,7 @@ fn new_object_id(p: &Profiler) -> Option<u32> {
     (id != 0 && id < NO_OBJECT).then_some(id)
 }
 
-/// The receiver of the method being entered (`objects=on`), tagged with an ID on first
-/// sight (then recorded as ObjectSeen so the writer defines it). `NO_OBJECT` for static
-/// and native frames and for Class objects (their tags are class keys).
-/// `ticks` is the entry's own time, so the ObjectSeen record does not follow it in time.
+/// The receiver of the method being entered (`objects=on`, capture=events).
 pub fn receiver(
     p: &'static Profiler,
     jvmti: Jvmti,
@@ -89,12 +86,33 @@ pub fn receiver(
     thread: jthread,
     ticks: u64,
 ) -> u32 {
-    let Some(object) = jvmti.local_instance(thread, 0) else {
+    match jvmti.local_instance(thread, 0) {
+        Some(object) => object_id(p, jvmti, jni, object, ticks),
+        None => NO_OBJECT,
+    }
+}
+
+/// Whether a tag is an object ID (IDs are 1..2^32-2; classes and loaders use high bits).
+fn is_object_id(tag: i64) -> bool {
+    tag > 0 && tag < i64::from(NO_OBJECT)
+}
+
+/// The ID of an object, tagging it on first sight (then recorded as ObjectSeen so the
+/// writer defines it). `NO_OBJECT` for Class objects and loaders (their tags are keys).
+/// `ticks` is the entry's own time, so the ObjectSeen record does not follow it in time.
+pub fn object_id(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    object: jobject,
+    ticks: u64,
+) -> u32 {
+    if object.is_null() {
         return NO_OBJECT;
-    };
+    }
     match jvmti.tag(object) {
         Ok(0) => {}
-        Ok(tag) if tag & CLASS_TAG == 0 => return tag as u32,
+        Ok(tag) if is_object_id(tag) => return tag as u32,
         _ => return NO_OBJECT,
     }
     let Some(jni) = Jni::from_callback(jni) else {
@@ -111,7 +129,10 @@ pub fn receiver(
         jni,
         registry: &p.registry,
     };
-    if let Some(class) = jni.object_class(object).and_then(|c| classes.key(c)) {
+    let class = p
+        .hub
+        .quietly(|| jni.object_class(object).and_then(|c| classes.key(c)));
+    if let Some(class) = class {
         let length = if classes.is_array(class) {
             jni.array_length(object) as u32
         } else {
@@ -124,7 +145,7 @@ pub fn receiver(
             u64::from(class),
             id,
             length,
-            || attach_java_thread(p, jvmti, thread),
+            || attach_java_thread(p, jvmti, std::ptr::null_mut()),
         );
     }
     id
@@ -136,6 +157,17 @@ pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread
             return;
         };
         p.vm_init(Jvmti::from_raw(env), jni);
+    });
+}
+
+/// VMStart (capture=bci): the trampolines must exist before instrumented code runs.
+pub extern "C" fn vm_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv) {
+    guard(|| {
+        if let Some(jni) = Jni::from_callback(jni) {
+            if let Err(e) = crate::capture::bci::define_trampoline(jni) {
+                crate::log::warn(&format!("{}; capture=bci traces nothing", e));
+            }
+        }
     });
 }
 
@@ -184,8 +216,11 @@ pub extern "C" fn class_prepare(
             jni,
             registry: &p.registry,
         };
-        classes.prepared(class);
+        let key = classes.prepared(class);
         crate::javaapi::bind_if_api(jvmti, jni, class);
+        if let (Some(key), true) = (key, p.uses_bci()) {
+            crate::capture::bci::link_prepared(p, jvmti, class, key);
+        }
     });
 }
 
@@ -208,7 +243,7 @@ pub extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
 pub extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
-        if tag & CLASS_TAG == 0 && tag > 0 && tag < i64::from(NO_OBJECT) {
+        if is_object_id(tag) {
             append_from_gc(p, RecordKind::ObjectFree, tag as u32);
         }
     });
@@ -221,52 +256,66 @@ pub extern "C" fn object_alloc(
     jni: *mut JNIEnv,
     thread: jthread,
     object: jobject,
-    class: jclass,
+    _class: jclass,
     _size: jlong,
 ) {
     guard(|| {
-        let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
-            return;
-        };
-        if !p.hub.is_tracing() {
-            return;
-        }
-        let jvmti = Jvmti::from_raw(env);
-        if jvmti.tag(object) != Ok(0) {
-            return;
-        }
-        if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
-            return;
-        }
-        let classes = Classes {
-            jvmti,
-            jni,
-            registry: &p.registry,
-        };
-        let Some(key) = p.hub.quietly(|| classes.key(class)) else {
-            return;
-        };
-        let Some(id) = new_object_id(p) else { return };
-        if jvmti.set_tag(object, i64::from(id)).is_err() {
-            return;
-        }
-        let length = if classes.is_array(key) {
-            jni.array_length(object) as u32
-        } else {
-            NOT_ARRAY
-        };
-        // Stamped after the registration above, which may have run (muted) Java code.
-        let ticks = clock::ticks();
-        if let Some(b) = p.hub.current() {
-            b.append(
-                &p.hub,
-                RecordKind::ObjectAlloc,
-                ticks,
-                u64::from(key),
-                id,
-                Some(length),
-                true,
-            );
+        if let Some(p) = profiler::get() {
+            record_allocation(p, Jvmti::from_raw(env), jni, object, thread);
         }
     });
+}
+
+/// An allocation (SampledObjectAlloc, VMObjectAlloc, or the bci `allocated` trampoline):
+/// tags the object with a new ID and records ObjectAlloc. An object already tagged (seen by
+/// two of these) is recorded once.
+pub fn record_allocation(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    object: jobject,
+    thread: jthread,
+) {
+    let Some(jni) = Jni::from_callback(jni) else {
+        return;
+    };
+    if !p.hub.is_tracing() || object.is_null() || jvmti.tag(object) != Ok(0) {
+        return;
+    }
+    if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
+        return;
+    }
+    let classes = Classes {
+        jvmti,
+        jni,
+        registry: &p.registry,
+    };
+    let Some(key) = p
+        .hub
+        .quietly(|| jni.object_class(object).and_then(|c| classes.key(c)))
+    else {
+        return;
+    };
+    let Some(id) = new_object_id(p) else { return };
+    if jvmti.set_tag(object, i64::from(id)).is_err() {
+        return;
+    }
+    let length = if classes.is_array(key) {
+        jni.array_length(object) as u32
+    } else {
+        NOT_ARRAY
+    };
+    // Stamped after the registration above, which may have run (muted) Java code.
+    let ticks = clock::ticks();
+    if let Some(b) = p.hub.current() {
+        b.append(
+            &p.hub,
+            RecordKind::ObjectAlloc,
+            ticks,
+            u64::from(key),
+            id,
+            Some(length),
+            true,
+        );
+    }
 }

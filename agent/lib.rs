@@ -14,6 +14,7 @@
 //!
 //! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate.
 
+pub mod bci;
 pub mod buffer;
 pub mod burst;
 pub mod callbacks;

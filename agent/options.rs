@@ -8,6 +8,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Capture {
     Events,
+    Bci,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,8 +126,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ),
     (
         "capture",
-        "events",
-        "how entries and exits are seen: JVMTI MethodEntry/MethodExit",
+        "events | bci",
+        "how entries and exits are seen: JVMTI MethodEntry/MethodExit, or bytecode instrumentation",
     ),
     (
         "methods",
@@ -320,12 +321,8 @@ impl Options {
             "file" => self.file = value.to_string(),
             "capture" => match value {
                 "events" => self.capture = Capture::Events,
-                "bci" => {
-                    return Err(OptionError(
-                        "capture=bci is not available in this build yet: accepted events".into(),
-                    ))
-                }
-                _ => return Err(bad_value(key, value, "events")),
+                "bci" => self.capture = Capture::Bci,
+                _ => return Err(bad_value(key, value, "events, bci")),
             },
             "methods" => {
                 self.methods = match value {

@@ -13,7 +13,7 @@ use crate::ffi::jni::{Jni, Vm};
 use crate::ffi::jvmti::{self, cap, Capabilities, EventCallbacks, Jvmti};
 use crate::javaapi;
 use crate::log;
-use crate::options::{Gc, Methods, Options};
+use crate::options::{Capture, Gc, Methods, Options};
 use crate::registry::Registry;
 use jlive_writer::filter::ClassFilter;
 use jlive_writer::jinsight::{self, Encoder, Header};
@@ -52,6 +52,12 @@ pub struct Profiler {
     pub caps: Capabilities,
     /// `sun.java.command`'s first word, for `status` and `jlive list`.
     pub main_class: OnceLock<String>,
+    /// Which classes are traced (also applied by the writer).
+    pub filter: ClassFilter,
+    /// capture=bci: the measured agent overhead per record (one tick read per call instead of
+    /// two); capture=events measures each record.
+    pub overhead: Option<u32>,
+    pub bci: crate::capture::bci::BciStats,
     listener: Mutex<Option<Listener>>,
     control: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -164,6 +170,11 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         path, source, rate
     ));
     let hub = Hub::new(messages, pool_in, options.buffer);
+    let filter = ClassFilter::new(&options.include, &options.exclude);
+    let overhead = (options.capture == Capture::Bci).then(record_overhead);
+    if options.capture == Capture::Bci {
+        registry.use_bci();
+    }
     let profiler = Profiler {
         options,
         registry,
@@ -178,6 +189,9 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         closed: AtomicBool::new(false),
         caps,
         main_class: OnceLock::new(),
+        filter,
+        overhead,
+        bci: Default::default(),
         listener: Mutex::new(listener),
         control: Mutex::new(None),
         writer: Mutex::new(Some(writer)),
@@ -231,8 +245,12 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
             "can_generate_sampled_object_alloc_events",
         ));
     }
-    if o.objects {
+    if o.objects && o.capture == Capture::Events {
         need.push((cap::ACCESS_LOCAL_VARIABLES, "can_access_local_variables"));
+    }
+    if o.capture == Capture::Bci {
+        need.push((cap::RETRANSFORM_CLASSES, "can_retransform_classes"));
+        need.push((cap::RETRANSFORM_ANY_CLASS, "can_retransform_any_class"));
     }
     let mut wanted = Capabilities::default();
     for (bit, name) in need {
@@ -276,19 +294,29 @@ impl Profiler {
         cb.base.ObjectFree = Some(callbacks::object_free);
         cb.base.VMObjectAlloc = Some(callbacks::object_alloc);
         cb.sampled_object_alloc = Some(callbacks::object_alloc);
+        cb.base.VMStart = Some(callbacks::vm_start);
+        cb.base.ClassFileLoadHook = Some(capture::bci::class_file_load_hook);
         self.jvmti
             .set_event_callbacks(&cb)
             .map_err(|e| format!("SetEventCallbacks failed: {}", e))?;
-        for event in [
+        let mut events = vec![
             jvmti::EVENT_VM_INIT,
             jvmti::EVENT_VM_DEATH,
             jvmti::EVENT_CLASS_PREPARE,
-        ] {
+        ];
+        if self.uses_bci() {
+            events.extend([jvmti::EVENT_VM_START, jvmti::EVENT_CLASS_FILE_LOAD_HOOK]);
+        }
+        for event in events {
             self.jvmti
                 .set_event(event, true)
                 .map_err(|e| format!("enabling JVMTI event {} failed: {}", event, e))?;
         }
         Ok(())
+    }
+
+    pub fn uses_bci(&self) -> bool {
+        self.options.capture == Capture::Bci
     }
 
     /// The burst flags the options ask for.
@@ -321,6 +349,12 @@ impl Profiler {
             "{} classes registered at VM init",
             self.registry.class_count()
         ));
+        if self.uses_bci() {
+            match capture::bci::initialize_trampoline(jni) {
+                Ok(()) => capture::bci::retransform_loaded(self, jvmti, jni),
+                Err(e) => log::warn(&format!("{}; capture=bci traces nothing", e)),
+            }
+        }
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_START, true);
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_END, true);
         if let Some(command) = jvmti.system_property("sun.java.command") {
@@ -356,6 +390,9 @@ impl Profiler {
             ticks_per_microsecond: clock::refined_rate(),
             done,
         });
+        if self.uses_bci() {
+            log::info(&format!("capture=bci: {}", self.bci.summary()));
+        }
         match summary.recv_timeout(CLOSE_TIMEOUT) {
             Ok(s) => {
                 log::info(&format!(
@@ -384,4 +421,21 @@ impl Profiler {
             let _ = handle.join();
         }
     }
+}
+
+/// The ticks one trampoline record costs the agent: a tick read and an append, measured here
+/// over a few thousand rounds (capture=bci stamps each record with it).
+fn record_overhead() -> u32 {
+    use jlive_writer::record::{Record, RecordKind};
+    let mut sink: Vec<Record> = Vec::with_capacity(4096);
+    let rounds = 4096u64;
+    let start = clock::ticks();
+    for k in 0..rounds {
+        let t = clock::ticks();
+        sink.push(Record::new(RecordKind::MethodEntry, t, k, 0, 0));
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+    let spent = clock::ticks().saturating_sub(start);
+    std::hint::black_box(&sink);
+    (spent / rounds).min(u64::from(u32::MAX)) as u32
 }

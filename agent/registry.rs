@@ -19,6 +19,14 @@ pub struct Registry {
     /// Texts of user events recorded on threads, until the writer takes them.
     messages: parking_lot::Mutex<HashMap<u64, String>>,
     next_message: std::sync::atomic::AtomicU64,
+    /// capture=bci: method keys are indices into this table, filled when a class is linked.
+    bci: RwLock<Vec<Option<MethodRef>>>,
+    next_bci: AtomicU32,
+    /// Keys of classes instrumented at first load, waiting for ClassPrepare:
+    /// (loader identity, class name) → (first key, methods).
+    pending: parking_lot::Mutex<HashMap<(i64, String), (u32, u32)>>,
+    uses_bci: std::sync::atomic::AtomicBool,
+    linked: RwLock<std::collections::HashSet<ClassKey>>,
 }
 
 impl Registry {
@@ -67,6 +75,50 @@ impl Registry {
         self.classes.read().len()
     }
 
+    /// Method keys are bci keys from now on.
+    pub fn use_bci(&self) {
+        self.uses_bci.store(true, Ordering::Relaxed);
+    }
+
+    /// Reserves `n` consecutive bci method keys; None when the 31-bit key space is used up.
+    pub fn reserve_bci(&self, n: u32) -> Option<u32> {
+        let base = self.next_bci.fetch_add(n, Ordering::Relaxed);
+        base.checked_add(n)
+            .filter(|&end| end <= i32::MAX as u32)
+            .map(|_| base)
+    }
+
+    /// Records keys to link when the class is prepared.
+    pub fn add_pending(&self, loader: i64, name: String, base: u32, n: u32) {
+        self.pending.lock().insert((loader, name), (base, n));
+    }
+
+    pub fn take_pending(&self, loader: i64, name: &str) -> Option<(u32, u32)> {
+        self.pending.lock().remove(&(loader, name.to_string()))
+    }
+
+    /// Ties keys base..base+n to the methods of a class, in class-file order.
+    pub fn link_bci(&self, base: u32, n: u32, class: ClassKey) {
+        let mut table = self.bci.write();
+        let end = (base + n) as usize;
+        if table.len() < end {
+            table.resize(end, None);
+        }
+        for i in 0..n {
+            table[(base + i) as usize] = Some(MethodRef {
+                class,
+                index: i as u16,
+            });
+        }
+        drop(table);
+        self.linked.write().insert(class);
+    }
+
+    /// Whether a class already carries instrumentation.
+    pub fn is_linked(&self, class: Option<ClassKey>) -> bool {
+        class.is_some_and(|c| self.linked.read().contains(&c))
+    }
+
     /// Keeps a user event's text for the writer; returns its key.
     pub fn put_message(&self, text: String) -> u64 {
         let key = self.next_message.fetch_add(1, Ordering::Relaxed);
@@ -81,6 +133,9 @@ impl Registry {
 
 impl Symbols for Registry {
     fn method(&self, key: MethodKey) -> Option<MethodRef> {
+        if self.uses_bci.load(Ordering::Relaxed) {
+            return self.bci.read().get(key as usize).copied().flatten();
+        }
         self.methods.read().get(&key).copied()
     }
     fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {

@@ -3,6 +3,7 @@
 //! reports it through [`entered`] and [`exited`]; buffers, the registry and the writer are the
 //! same for every backend.
 
+pub mod bci;
 pub mod events;
 
 use crate::profiler::Profiler;
@@ -48,5 +49,5 @@ fn record(
             }
         }
     };
-    buffer.append(&p.hub, kind, ticks, method, arg, None, true);
+    buffer.append(&p.hub, kind, ticks, method, arg, p.overhead, true);
 }

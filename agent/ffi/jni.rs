@@ -115,6 +115,45 @@ impl<'cb> Jni<'cb> {
         rc == 0
     }
 
+    /// Defines a class from bytes in the bootstrap loader.
+    pub fn define_boot_class(&self, name: &CStr, bytes: &[u8]) -> Option<jclass> {
+        // SAFETY: name is NUL-terminated, bytes outlive the call; a null loader means the
+        // bootstrap loader.
+        let c = unsafe {
+            ((**self.env).DefineClass?)(
+                self.env,
+                name.as_ptr(),
+                std::ptr::null_mut(),
+                bytes.as_ptr() as *const jni_sys::jbyte,
+                bytes.len() as jint,
+            )
+        };
+        self.clear_exception();
+        (!c.is_null()).then_some(c)
+    }
+
+    /// Finds a class and initializes it (GetStaticMethodID initializes its class).
+    pub fn initialize_class(&self, class: &CStr, method: &CStr, sig: &CStr) -> bool {
+        // SAFETY: names are NUL-terminated; FindClass/GetStaticMethodID have no other
+        // preconditions; exceptions are cleared.
+        unsafe {
+            let Some(find) = (**self.env).FindClass else {
+                return false;
+            };
+            let c = find(self.env, class.as_ptr());
+            self.clear_exception();
+            if c.is_null() {
+                return false;
+            }
+            let Some(get) = (**self.env).GetStaticMethodID else {
+                return false;
+            };
+            let m = get(self.env, c, method.as_ptr(), sig.as_ptr());
+            self.clear_exception();
+            !m.is_null()
+        }
+    }
+
     /// Sets a static boolean field of a class.
     pub fn set_static_boolean(&self, class: jclass, name: &CStr, value: bool) -> bool {
         // SAFETY: names are NUL-terminated; class is a live reference.

@@ -28,7 +28,9 @@ pub const EVENT_VM_INIT: u32 = 50;
 pub const EVENT_VM_DEATH: u32 = 51;
 pub const EVENT_THREAD_START: u32 = 52;
 pub const EVENT_THREAD_END: u32 = 53;
+pub const EVENT_CLASS_FILE_LOAD_HOOK: u32 = 54;
 pub const EVENT_CLASS_PREPARE: u32 = 56;
+pub const EVENT_VM_START: u32 = 57;
 pub const EVENT_METHOD_ENTRY: u32 = 65;
 pub const EVENT_METHOD_EXIT: u32 = 66;
 pub const EVENT_GARBAGE_COLLECTION_START: u32 = 81;
@@ -49,9 +51,13 @@ pub mod cap {
     pub const MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
     pub const GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
     pub const GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
+    pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
     pub const GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
     pub const GENERATE_OBJECT_FREE_EVENTS: u32 = 32;
+    pub const SET_NATIVE_METHOD_PREFIX: u32 = 36;
+    pub const RETRANSFORM_CLASSES: u32 = 37;
+    pub const RETRANSFORM_ANY_CLASS: u32 = 38;
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
 }
 
@@ -225,6 +231,43 @@ impl Jvmti {
 
     pub fn set_heap_sampling_interval(&self, interval: jint) -> Result<()> {
         call!(self, 156, (jint), interval)
+    }
+
+    /// Copies bytes into JVMTI-allocated memory (for ClassFileLoadHook's new class data).
+    pub fn allocate_copy(&self, bytes: &[u8]) -> Result<*mut c_uchar> {
+        let mut p: *mut c_uchar = ptr::null_mut();
+        call!(
+            self,
+            46,
+            (jlong, *mut *mut c_uchar),
+            bytes.len() as jlong,
+            &mut p
+        )?;
+        // SAFETY: Allocate returned a block of bytes.len() bytes that nothing else uses yet.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        Ok(p)
+    }
+
+    pub fn is_modifiable_class(&self, class: jclass) -> bool {
+        let mut b: u8 = 0;
+        call!(self, 45, (jclass, *mut u8), class, &mut b).is_ok() && b != 0
+    }
+
+    pub fn retransform_classes(&self, classes: &[jclass]) -> Result<()> {
+        call!(
+            self,
+            152,
+            (jint, *const jclass),
+            classes.len() as jint,
+            classes.as_ptr()
+        )
+    }
+
+    /// The defining loader of a class (None = the bootstrap loader).
+    pub fn class_loader(&self, class: jclass) -> Option<jobject> {
+        let mut l: jobject = ptr::null_mut();
+        call!(self, 57, (jclass, *mut jobject), class, &mut l).ok()?;
+        (!l.is_null()).then_some(l)
     }
 
     /// A system property (VM init or later).

@@ -68,6 +68,7 @@ pub struct SessionCounts {
 
 #[derive(Clone, Copy)]
 struct Frame {
+    key: MethodKey,
     traced: bool,
     overhead: u32,
 }
@@ -293,6 +294,7 @@ impl<W: Write + Seek> Session<W> {
         if !self.config.entries_only {
             let frames = &mut self.state(thread).frames;
             frames.push(Frame {
+                key: r.key,
                 traced: target.is_some(),
                 overhead: r.extra,
             });
@@ -318,17 +320,26 @@ impl<W: Write + Seek> Session<W> {
 
     fn method_exit(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
         let state = self.state(thread);
-        let Some(frame) = state.frames.pop() else {
-            return Ok(()); // entered before tracing began
+        // The frame this exit closes is the top one, except when exits were missed (an
+        // exception out of a constructor's super() call under capture=bci): then the frames
+        // above it are left here too. An exit of no open frame was entered before the burst.
+        let Some(depth) = state.frames.iter().rposition(|f| f.key == r.key) else {
+            return Ok(());
         };
-        match (frame.traced, state.id) {
-            (true, Some(id)) => self.emit(Event::MethodLeave {
-                ticks: r.ticks,
-                overhead: u64::from(frame.overhead) + u64::from(r.extra),
-                thread: id,
-            }),
-            _ => Ok(()),
+        while self.state(thread).frames.len() > depth {
+            let state = self.state(thread);
+            let (Some(frame), id) = (state.frames.pop(), state.id) else {
+                break;
+            };
+            if let (true, Some(id)) = (frame.traced, id) {
+                self.emit(Event::MethodLeave {
+                    ticks: r.ticks,
+                    overhead: u64::from(frame.overhead) + u64::from(r.extra),
+                    thread: id,
+                })?;
+            }
         }
+        Ok(())
     }
 
     /// The class and method IDs of a method, defining its class if needed; None when the

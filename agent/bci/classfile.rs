@@ -1,0 +1,592 @@
+//! Reading and writing class files (JVMS §4), just far enough to rewrite method code:
+//! the constant pool is kept as raw entries and grows by appending; fields and class
+//! attributes pass through untouched; methods keep their attributes as raw bytes except Code.
+//!
+//! ```text
+//! ClassFile  u4 0xCAFEBABE, u2 minor, u2 major, u2 cp_count, cp_info[cp_count-1],
+//!            u2 access, u2 this, u2 super, u2 n + u2[n] interfaces,
+//!            u2 n + field_info[n], u2 n + method_info[n], u2 n + attribute_info[n]
+//! member     u2 access, u2 name, u2 descriptor, u2 n + attribute_info[n]
+//! attribute  u2 name, u4 length, u1[length]
+//! Code       u2 max_stack, u2 max_locals, u4 n + u1[n] code,
+//!            u2 n + (u2 start, u2 end, u2 handler, u2 catch_type)[n], u2 n + attribute_info[n]
+//! ```
+
+use std::fmt;
+
+/// Why a class file could not be read or rewritten.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassError(pub String);
+
+impl fmt::Display for ClassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ClassError>;
+
+pub fn err<T>(message: impl Into<String>) -> Result<T> {
+    Err(ClassError(message.into()))
+}
+
+/// A bounds-checked big-endian reader.
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(data: &'a [u8]) -> Reader<'a> {
+        Reader { data, pos: 0 }
+    }
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
+        match end {
+            Some(end) => {
+                let s = &self.data[self.pos..end];
+                self.pos = end;
+                Ok(s)
+            }
+            None => err(format!("class file cut short at byte {}", self.pos)),
+        }
+    }
+    pub fn u1(&mut self) -> Result<u8> {
+        Ok(self.bytes(1)?[0])
+    }
+    pub fn u2(&mut self) -> Result<u16> {
+        let b = self.bytes(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+    pub fn u4(&mut self) -> Result<u32> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+/// A constant pool entry, kept as its raw bytes (tag included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Constant {
+    Utf8(String),
+    /// Any other entry: its tag and raw payload.
+    Other(u8, Vec<u8>),
+    /// The unusable second slot of a Long or Double.
+    Gap,
+}
+
+/// The constant pool: index 0 unused, entries 1..len.
+#[derive(Clone, Debug, Default)]
+pub struct ConstantPool {
+    pub entries: Vec<Constant>,
+}
+
+impl ConstantPool {
+    fn read(r: &mut Reader<'_>) -> Result<ConstantPool> {
+        let count = r.u2()? as usize;
+        let mut entries = vec![Constant::Gap];
+        while entries.len() < count {
+            let tag = r.u1()?;
+            let payload = match tag {
+                1 => {
+                    let n = r.u2()? as usize;
+                    let bytes = r.bytes(n)?;
+                    entries.push(Constant::Utf8(decode_modified_utf8(bytes)));
+                    continue;
+                }
+                3 | 4 => r.bytes(4)?.to_vec(),
+                5 | 6 => r.bytes(8)?.to_vec(),
+                7 | 8 | 16 | 19 | 20 => r.bytes(2)?.to_vec(),
+                9 | 10 | 11 | 12 | 17 | 18 => r.bytes(4)?.to_vec(),
+                15 => r.bytes(3)?.to_vec(),
+                _ => {
+                    return err(format!(
+                        "unknown constant pool tag {} at entry {}",
+                        tag,
+                        entries.len()
+                    ))
+                }
+            };
+            entries.push(Constant::Other(tag, payload));
+            if tag == 5 || tag == 6 {
+                entries.push(Constant::Gap);
+            }
+        }
+        Ok(ConstantPool { entries })
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        put_u2(out, self.entries.len() as u16);
+        for e in &self.entries[1..] {
+            match e {
+                Constant::Utf8(s) => {
+                    out.push(1);
+                    let bytes = encode_modified_utf8(s);
+                    put_u2(out, bytes.len() as u16);
+                    out.extend_from_slice(&bytes);
+                }
+                Constant::Other(tag, payload) => {
+                    out.push(*tag);
+                    out.extend_from_slice(payload);
+                }
+                Constant::Gap => {}
+            }
+        }
+    }
+
+    pub fn utf8(&self, index: u16) -> Result<&str> {
+        match self.entries.get(index as usize) {
+            Some(Constant::Utf8(s)) => Ok(s),
+            _ => err(format!("constant {} is not a Utf8", index)),
+        }
+    }
+
+    fn other(&self, index: u16, want: &[u8]) -> Result<&[u8]> {
+        match self.entries.get(index as usize) {
+            Some(Constant::Other(tag, payload)) if want.contains(tag) => Ok(payload),
+            _ => err(format!("constant {} is not of tag {:?}", index, want)),
+        }
+    }
+
+    fn u2_at(payload: &[u8], at: usize) -> u16 {
+        u16::from_be_bytes([payload[at], payload[at + 1]])
+    }
+
+    /// The internal name of a Class constant.
+    pub fn class_name(&self, index: u16) -> Result<&str> {
+        let p = self.other(index, &[7])?;
+        self.utf8(Self::u2_at(p, 0))
+    }
+
+    /// (owner class, name, descriptor) of a Fieldref/Methodref/InterfaceMethodref.
+    pub fn member_ref(&self, index: u16) -> Result<(&str, &str, &str)> {
+        let p = self.other(index, &[9, 10, 11])?;
+        let owner = self.class_name(Self::u2_at(p, 0))?;
+        let (name, desc) = self.name_and_type(Self::u2_at(p, 2))?;
+        Ok((owner, name, desc))
+    }
+
+    fn name_and_type(&self, index: u16) -> Result<(&str, &str)> {
+        let p = self.other(index, &[12])?;
+        Ok((self.utf8(Self::u2_at(p, 0))?, self.utf8(Self::u2_at(p, 2))?))
+    }
+
+    /// The descriptor of an InvokeDynamic (or Dynamic) constant.
+    pub fn dynamic_descriptor(&self, index: u16) -> Result<&str> {
+        let p = self.other(index, &[17, 18])?;
+        Ok(self.name_and_type(Self::u2_at(p, 2))?.1)
+    }
+
+    /// Whether an ldc constant is a Long or Double (two slots).
+    pub fn is_wide(&self, index: u16) -> bool {
+        matches!(
+            self.entries.get(index as usize),
+            Some(Constant::Other(5 | 6, _))
+        )
+    }
+
+    /// The descriptor of a Dynamic constant loaded by ldc (its slot size matters).
+    pub fn ldc_slots(&self, index: u16) -> usize {
+        match self.entries.get(index as usize) {
+            Some(Constant::Other(5 | 6, _)) => 2,
+            Some(Constant::Other(17, _)) => match self.dynamic_descriptor(index) {
+                Ok("J") | Ok("D") => 2,
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
+
+    fn push(&mut self, c: Constant) -> Result<u16> {
+        let index = self.entries.len();
+        if index >= 0xFFFF {
+            return err("the constant pool is full");
+        }
+        self.entries.push(c);
+        Ok(index as u16)
+    }
+
+    /// An existing or new Utf8 constant.
+    pub fn add_utf8(&mut self, s: &str) -> Result<u16> {
+        if let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| matches!(e, Constant::Utf8(x) if x == s))
+        {
+            return Ok(i as u16);
+        }
+        self.push(Constant::Utf8(s.to_string()))
+    }
+
+    fn add_other(&mut self, tag: u8, payload: Vec<u8>) -> Result<u16> {
+        if let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| matches!(e, Constant::Other(t, p) if *t == tag && *p == payload))
+        {
+            return Ok(i as u16);
+        }
+        self.push(Constant::Other(tag, payload))
+    }
+
+    pub fn add_class(&mut self, name: &str) -> Result<u16> {
+        let n = self.add_utf8(name)?;
+        self.add_other(7, n.to_be_bytes().to_vec())
+    }
+
+    pub fn add_integer(&mut self, v: i32) -> Result<u16> {
+        self.add_other(3, v.to_be_bytes().to_vec())
+    }
+
+    pub fn add_method_ref(&mut self, owner: &str, name: &str, desc: &str) -> Result<u16> {
+        let class = self.add_class(owner)?;
+        let n = self.add_utf8(name)?;
+        let d = self.add_utf8(desc)?;
+        let mut nat = n.to_be_bytes().to_vec();
+        nat.extend_from_slice(&d.to_be_bytes());
+        let nat = self.add_other(12, nat)?;
+        let mut payload = class.to_be_bytes().to_vec();
+        payload.extend_from_slice(&nat.to_be_bytes());
+        self.add_other(10, payload)
+    }
+}
+
+/// An attribute: its name index and raw bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attribute {
+    pub name: u16,
+    pub data: Vec<u8>,
+}
+
+fn read_attributes(r: &mut Reader<'_>) -> Result<Vec<Attribute>> {
+    let n = r.u2()? as usize;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.u2()?;
+        let len = r.u4()? as usize;
+        v.push(Attribute {
+            name,
+            data: r.bytes(len)?.to_vec(),
+        });
+    }
+    Ok(v)
+}
+
+fn write_attributes(out: &mut Vec<u8>, attrs: &[Attribute]) {
+    put_u2(out, attrs.len() as u16);
+    for a in attrs {
+        put_u2(out, a.name);
+        put_u4(out, a.data.len() as u32);
+        out.extend_from_slice(&a.data);
+    }
+}
+
+/// A field or method.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub access: u16,
+    pub name: u16,
+    pub descriptor: u16,
+    pub attributes: Vec<Attribute>,
+}
+
+fn read_members(r: &mut Reader<'_>) -> Result<Vec<Member>> {
+    let n = r.u2()? as usize;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(Member {
+            access: r.u2()?,
+            name: r.u2()?,
+            descriptor: r.u2()?,
+            attributes: read_attributes(r)?,
+        });
+    }
+    Ok(v)
+}
+
+fn write_members(out: &mut Vec<u8>, members: &[Member]) {
+    put_u2(out, members.len() as u16);
+    for m in members {
+        put_u2(out, m.access);
+        put_u2(out, m.name);
+        put_u2(out, m.descriptor);
+        write_attributes(out, &m.attributes);
+    }
+}
+
+/// A parsed class file.
+#[derive(Clone, Debug)]
+pub struct ClassFile {
+    pub minor: u16,
+    pub major: u16,
+    pub pool: ConstantPool,
+    pub access: u16,
+    pub this_class: u16,
+    pub super_class: u16,
+    pub interfaces: Vec<u16>,
+    pub fields: Vec<Member>,
+    pub methods: Vec<Member>,
+    pub attributes: Vec<Attribute>,
+}
+
+impl ClassFile {
+    pub fn parse(data: &[u8]) -> Result<ClassFile> {
+        let mut r = Reader::new(data);
+        if r.u4()? != 0xCAFE_BABE {
+            return err("not a class file (bad magic)");
+        }
+        let minor = r.u2()?;
+        let major = r.u2()?;
+        let pool = ConstantPool::read(&mut r)?;
+        let access = r.u2()?;
+        let this_class = r.u2()?;
+        let super_class = r.u2()?;
+        let n = r.u2()? as usize;
+        let mut interfaces = Vec::with_capacity(n);
+        for _ in 0..n {
+            interfaces.push(r.u2()?);
+        }
+        let fields = read_members(&mut r)?;
+        let methods = read_members(&mut r)?;
+        let attributes = read_attributes(&mut r)?;
+        if r.pos != data.len() {
+            return err("bytes after the end of the class file");
+        }
+        Ok(ClassFile {
+            minor,
+            major,
+            pool,
+            access,
+            this_class,
+            super_class,
+            interfaces,
+            fields,
+            methods,
+            attributes,
+        })
+    }
+
+    pub fn write(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4096);
+        put_u4(&mut out, 0xCAFE_BABE);
+        put_u2(&mut out, self.minor);
+        put_u2(&mut out, self.major);
+        self.pool.write(&mut out);
+        put_u2(&mut out, self.access);
+        put_u2(&mut out, self.this_class);
+        put_u2(&mut out, self.super_class);
+        put_u2(&mut out, self.interfaces.len() as u16);
+        for &i in &self.interfaces {
+            put_u2(&mut out, i);
+        }
+        write_members(&mut out, &self.fields);
+        write_members(&mut out, &self.methods);
+        write_attributes(&mut out, &self.attributes);
+        out
+    }
+
+    pub fn name(&self) -> Result<&str> {
+        self.pool.class_name(self.this_class)
+    }
+
+    /// The superclass's internal name (None for java/lang/Object).
+    pub fn super_name(&self) -> Result<Option<&str>> {
+        if self.super_class == 0 {
+            return Ok(None);
+        }
+        self.pool.class_name(self.super_class).map(Some)
+    }
+}
+
+/// The Code attribute of a method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Code {
+    pub max_stack: u16,
+    pub max_locals: u16,
+    pub code: Vec<u8>,
+    pub handlers: Vec<Handler>,
+    pub attributes: Vec<Attribute>,
+}
+
+/// An exception table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handler {
+    pub start: u16,
+    pub end: u16,
+    pub handler: u16,
+    pub catch_type: u16,
+}
+
+impl Code {
+    pub fn parse(data: &[u8]) -> Result<Code> {
+        let mut r = Reader::new(data);
+        let max_stack = r.u2()?;
+        let max_locals = r.u2()?;
+        let len = r.u4()? as usize;
+        let code = r.bytes(len)?.to_vec();
+        let n = r.u2()? as usize;
+        let mut handlers = Vec::with_capacity(n);
+        for _ in 0..n {
+            handlers.push(Handler {
+                start: r.u2()?,
+                end: r.u2()?,
+                handler: r.u2()?,
+                catch_type: r.u2()?,
+            });
+        }
+        let attributes = read_attributes(&mut r)?;
+        Ok(Code {
+            max_stack,
+            max_locals,
+            code,
+            handlers,
+            attributes,
+        })
+    }
+
+    pub fn write(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.code.len() + 64);
+        put_u2(&mut out, self.max_stack);
+        put_u2(&mut out, self.max_locals);
+        put_u4(&mut out, self.code.len() as u32);
+        out.extend_from_slice(&self.code);
+        put_u2(&mut out, self.handlers.len() as u16);
+        for h in &self.handlers {
+            put_u2(&mut out, h.start);
+            put_u2(&mut out, h.end);
+            put_u2(&mut out, h.handler);
+            put_u2(&mut out, h.catch_type);
+        }
+        write_attributes(&mut out, &self.attributes);
+        out
+    }
+}
+
+pub fn put_u2(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_be_bytes());
+}
+
+pub fn put_u4(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_be_bytes());
+}
+
+/// JVM "modified UTF-8" to a String: NUL as C0 80, supplementary characters as surrogate
+/// pairs. Invalid sequences become U+FFFD; round trips are exact for valid input.
+pub fn decode_modified_utf8(bytes: &[u8]) -> String {
+    let mut units: Vec<u16> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            units.push(u16::from(b));
+            i += 1;
+        } else if b & 0xE0 == 0xC0 && i + 1 < bytes.len() {
+            units.push((u16::from(b & 0x1F) << 6) | u16::from(bytes[i + 1] & 0x3F));
+            i += 2;
+        } else if b & 0xF0 == 0xE0 && i + 2 < bytes.len() {
+            units.push(
+                (u16::from(b & 0x0F) << 12)
+                    | (u16::from(bytes[i + 1] & 0x3F) << 6)
+                    | u16::from(bytes[i + 2] & 0x3F),
+            );
+            i += 3;
+        } else {
+            units.push(0xFFFD);
+            i += 1;
+        }
+    }
+    String::from_utf16_lossy(&units)
+}
+
+/// A String to JVM modified UTF-8.
+pub fn encode_modified_utf8(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for unit in s.encode_utf16() {
+        match unit {
+            0x0001..=0x007F => out.push(unit as u8),
+            0x0000 | 0x0080..=0x07FF => {
+                out.push(0xC0 | ((unit >> 6) as u8 & 0x1F));
+                out.push(0x80 | (unit as u8 & 0x3F));
+            }
+            _ => {
+                out.push(0xE0 | ((unit >> 12) as u8 & 0x0F));
+                out.push(0x80 | ((unit >> 6) as u8 & 0x3F));
+                out.push(0x80 | (unit as u8 & 0x3F));
+            }
+        }
+    }
+    out
+}
+
+/// Slots taken by the parameters of a method descriptor, and by its return value.
+pub fn descriptor_slots(desc: &str) -> Result<(usize, usize)> {
+    let b = desc.as_bytes();
+    if b.first() != Some(&b'(') {
+        return err(format!("bad method descriptor {}", desc));
+    }
+    let mut i = 1;
+    let mut args = 0;
+    while i < b.len() && b[i] != b')' {
+        let (slots, next) = one_type(b, i)?;
+        args += slots;
+        i = next;
+    }
+    let ret = match b.get(i + 1) {
+        Some(b'V') => 0,
+        Some(_) => one_type(b, i + 1)?.0,
+        None => return err(format!("bad method descriptor {}", desc)),
+    };
+    Ok((args, ret))
+}
+
+/// Slots of one field type at `i`, and the index after it.
+fn one_type(b: &[u8], mut i: usize) -> Result<(usize, usize)> {
+    let slots = if matches!(b.get(i), Some(b'J' | b'D')) {
+        2
+    } else {
+        1
+    };
+    while b.get(i) == Some(&b'[') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'L') => match b[i..].iter().position(|&c| c == b';') {
+            Some(end) => Ok((1, i + end + 1)),
+            None => err("unterminated class type in descriptor"),
+        },
+        Some(b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z') => Ok((slots, i + 1)),
+        _ => err("bad type in descriptor"),
+    }
+}
+
+/// Slots of a field descriptor.
+pub fn field_slots(desc: &str) -> usize {
+    if desc == "J" || desc == "D" {
+        2
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors() {
+        assert_eq!(descriptor_slots("()V").unwrap(), (0, 0));
+        assert_eq!(
+            descriptor_slots("(IJ[Ljava/lang/String;D)J").unwrap(),
+            (1 + 2 + 1 + 2, 2)
+        );
+        assert_eq!(descriptor_slots("([[D)Ljava/lang/Object;").unwrap(), (1, 1));
+        assert!(descriptor_slots("(L)V").is_err());
+    }
+
+    #[test]
+    fn modified_utf8_round_trips() {
+        for s in ["plain", "nul\0inside", "é ü €", "𝄞 clef"] {
+            assert_eq!(decode_modified_utf8(&encode_modified_utf8(s)), s);
+        }
+        assert_eq!(encode_modified_utf8("\0"), [0xC0, 0x80]);
+    }
+}

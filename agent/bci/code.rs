@@ -1,0 +1,541 @@
+//! Bytecode instructions: lengths, branch targets, and a small abstract interpretation of
+//! the operand stack in slot units that tracks only where uninitialized objects are — enough
+//! to find the super()/this() call of a constructor and the `<init>` call that completes each
+//! `new`, so that instrumentation never touches an object before it is initialized.
+
+use super::classfile::{descriptor_slots, err, field_slots, Code, ConstantPool, Result};
+
+pub const ALOAD: u8 = 25;
+pub const ALOAD_0: u8 = 42;
+pub const GOTO: u8 = 167;
+pub const JSR: u8 = 168;
+pub const RET: u8 = 169;
+pub const TABLESWITCH: u8 = 170;
+pub const LOOKUPSWITCH: u8 = 171;
+pub const IRETURN: u8 = 172;
+pub const RETURN: u8 = 177;
+pub const INVOKESPECIAL: u8 = 183;
+pub const INVOKESTATIC: u8 = 184;
+pub const NEW: u8 = 187;
+pub const NEWARRAY: u8 = 188;
+pub const ANEWARRAY: u8 = 189;
+pub const ATHROW: u8 = 191;
+pub const WIDE: u8 = 196;
+pub const MULTIANEWARRAY: u8 = 197;
+pub const GOTO_W: u8 = 200;
+pub const JSR_W: u8 = 201;
+pub const DUP: u8 = 89;
+pub const SIPUSH: u8 = 17;
+pub const LDC_W: u8 = 19;
+
+/// One decoded instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Insn {
+    pub pc: usize,
+    pub op: u8,
+    pub len: usize,
+}
+
+fn u2(code: &[u8], at: usize) -> Result<u16> {
+    match code.get(at..at + 2) {
+        Some(b) => Ok(u16::from_be_bytes([b[0], b[1]])),
+        None => err("instruction cut short"),
+    }
+}
+
+fn i4(code: &[u8], at: usize) -> Result<i32> {
+    match code.get(at..at + 4) {
+        Some(b) => Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+        None => err("instruction cut short"),
+    }
+}
+
+/// Fixed instruction lengths; 0 = variable (switches, wide), 255 = invalid opcode.
+fn fixed_length(op: u8) -> u8 {
+    match op {
+        0..=15 => 1,
+        16 => 2,
+        17 => 3,
+        18 => 2,
+        19 | 20 => 3,
+        21..=25 => 2,
+        26..=53 => 1,
+        54..=58 => 2,
+        59..=131 => 1,
+        132 => 3,
+        133..=152 => 1,
+        153..=168 => 3,
+        169 => 2,
+        170 | 171 => 0,
+        172..=177 => 1,
+        178..=184 => 3,
+        185 | 186 => 5,
+        187 => 3,
+        188 => 2,
+        189 => 3,
+        190 | 191 => 1,
+        192 | 193 => 3,
+        194 | 195 => 1,
+        196 => 0,
+        197 => 4,
+        198 | 199 => 3,
+        200 | 201 => 5,
+        _ => 255,
+    }
+}
+
+/// The length of the instruction at `pc`.
+pub fn length(code: &[u8], pc: usize) -> Result<usize> {
+    let op = *code
+        .get(pc)
+        .ok_or_else(|| super::classfile::ClassError("pc past the code".into()))?;
+    match fixed_length(op) {
+        255 => err(format!("invalid opcode {} at {}", op, pc)),
+        0 if op == WIDE => match code.get(pc + 1) {
+            Some(132) => Ok(6),
+            Some(_) => Ok(4),
+            None => err("wide cut short"),
+        },
+        0 => {
+            let base = (pc + 4) & !3;
+            if op == TABLESWITCH {
+                let low = i4(code, base + 4)?;
+                let high = i4(code, base + 8)?;
+                if high < low || (high as i64 - low as i64) > 65535 {
+                    return err("bad tableswitch bounds");
+                }
+                Ok(base + 12 + 4 * (high - low + 1) as usize - pc)
+            } else {
+                let n = i4(code, base + 4)?;
+                if !(0..=65535).contains(&n) {
+                    return err("bad lookupswitch size");
+                }
+                Ok(base + 8 + 8 * n as usize - pc)
+            }
+        }
+        n => Ok(n as usize),
+    }
+}
+
+/// Every instruction of a method's code, in order.
+pub fn decode(code: &[u8]) -> Result<Vec<Insn>> {
+    let mut v = Vec::with_capacity(code.len() / 2);
+    let mut pc = 0;
+    while pc < code.len() {
+        let len = length(code, pc)?;
+        if pc + len > code.len() {
+            return err("last instruction cut short");
+        }
+        v.push(Insn {
+            pc,
+            op: code[pc],
+            len,
+        });
+        pc += len;
+    }
+    Ok(v)
+}
+
+/// Absolute branch targets of an instruction (switch: default first).
+pub fn targets(code: &[u8], i: &Insn) -> Result<Vec<usize>> {
+    let rel = |off: i64| -> Result<usize> {
+        let t = i.pc as i64 + off;
+        if t < 0 || t as usize >= code.len() {
+            return err(format!("branch at {} leaves the code", i.pc));
+        }
+        Ok(t as usize)
+    };
+    Ok(match i.op {
+        153..=168 | 198 | 199 => vec![rel(u2(code, i.pc + 1)? as i16 as i64)?],
+        GOTO_W | JSR_W => vec![rel(i4(code, i.pc + 1)? as i64)?],
+        TABLESWITCH => {
+            let base = (i.pc + 4) & !3;
+            let low = i4(code, base + 4)?;
+            let high = i4(code, base + 8)?;
+            let mut t = vec![rel(i4(code, base)? as i64)?];
+            for k in 0..=(high - low) as usize {
+                t.push(rel(i4(code, base + 12 + 4 * k)? as i64)?);
+            }
+            t
+        }
+        LOOKUPSWITCH => {
+            let base = (i.pc + 4) & !3;
+            let n = i4(code, base + 4)? as usize;
+            let mut t = vec![rel(i4(code, base)? as i64)?];
+            for k in 0..n {
+                t.push(rel(i4(code, base + 12 + 8 * k)? as i64)?);
+            }
+            t
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Whether control can fall through to the next instruction.
+pub fn falls_through(op: u8) -> bool {
+    !matches!(
+        op,
+        GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | IRETURN..=RETURN | ATHROW | RET
+    )
+}
+
+pub fn is_return(op: u8) -> bool {
+    (IRETURN..=RETURN).contains(&op)
+}
+
+/// What a stack slot holds, as far as initialization is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Other,
+    /// `this` in a constructor before super()/this().
+    This,
+    /// The result of the `new` at this pc, not yet initialized.
+    New(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct State {
+    stack: Vec<Slot>,
+    this_init: bool,
+}
+
+/// What the analysis found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Analysis {
+    /// The pc of the invokespecial that initializes `this` (constructors).
+    pub super_call: Option<usize>,
+    /// Pcs after which a newly created, initialized object or array is on top of the stack:
+    /// newarray/anewarray/multianewarray, and the `<init>` call completing a `new` whose
+    /// reference was duplicated.
+    pub allocations: Vec<usize>,
+}
+
+/// Runs the analysis over the whole method (all paths, exception handlers included).
+pub fn analyze(
+    code: &Code,
+    pool: &ConstantPool,
+    insns: &[Insn],
+    is_ctor: bool,
+) -> Result<Analysis> {
+    let bytes = &code.code;
+    let mut index = vec![usize::MAX; bytes.len() + 1];
+    for (k, i) in insns.iter().enumerate() {
+        index[i.pc] = k;
+    }
+    let mut states: Vec<Option<State>> = vec![None; insns.len()];
+    let mut work = vec![0usize];
+    states[0] = Some(State {
+        stack: Vec::new(),
+        this_init: !is_ctor,
+    });
+    let mut result = Analysis::default();
+    let mut allocations = std::collections::BTreeSet::new();
+    let mut steps = 0usize;
+    while let Some(k) = work.pop() {
+        steps += 1;
+        if steps > 50 * insns.len() + 1000 {
+            return err("stack analysis does not converge");
+        }
+        let Some(state) = states[k].clone() else {
+            continue;
+        };
+        let insn = insns[k];
+        if matches!(insn.op, JSR | JSR_W | RET) {
+            return err("jsr/ret subroutines are not instrumented");
+        }
+        let out = step(
+            bytes,
+            pool,
+            &insn,
+            state.clone(),
+            &mut result,
+            &mut allocations,
+        )?;
+        let mut next = targets(bytes, &insn)?;
+        if falls_through(insn.op) && insn.pc + insn.len < bytes.len() {
+            next.push(insn.pc + insn.len);
+        }
+        for h in &code.handlers {
+            if (h.start as usize) <= insn.pc && insn.pc < h.end as usize {
+                let hk = *index.get(h.handler as usize).unwrap_or(&usize::MAX);
+                if hk == usize::MAX {
+                    return err("handler outside the code");
+                }
+                let hs = State {
+                    stack: vec![Slot::Other],
+                    this_init: state.this_init,
+                };
+                merge(&mut states, &mut work, hk, hs)?;
+            }
+        }
+        for t in next {
+            let tk = *index.get(t).unwrap_or(&usize::MAX);
+            if tk == usize::MAX {
+                return err(format!("branch into the middle of an instruction at {}", t));
+            }
+            merge(&mut states, &mut work, tk, out.clone())?;
+        }
+    }
+    result.allocations = allocations.into_iter().collect();
+    Ok(result)
+}
+
+fn merge(
+    states: &mut [Option<State>],
+    work: &mut Vec<usize>,
+    k: usize,
+    incoming: State,
+) -> Result<()> {
+    match &mut states[k] {
+        None => {
+            states[k] = Some(incoming);
+            work.push(k);
+        }
+        Some(existing) => {
+            if existing.stack.len() != incoming.stack.len() {
+                return err("stack heights differ where paths meet");
+            }
+            let mut changed = false;
+            for (a, b) in existing.stack.iter_mut().zip(&incoming.stack) {
+                if a != b && *a != Slot::Other {
+                    *a = Slot::Other;
+                    changed = true;
+                }
+            }
+            if existing.this_init && !incoming.this_init {
+                existing.this_init = false;
+                changed = true;
+            }
+            if changed {
+                work.push(k);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pop(stack: &mut Vec<Slot>, n: usize) -> Result<()> {
+    if stack.len() < n {
+        return err("operand stack underflow");
+    }
+    stack.truncate(stack.len() - n);
+    Ok(())
+}
+
+fn push(stack: &mut Vec<Slot>, n: usize) {
+    stack.extend(std::iter::repeat_n(Slot::Other, n));
+}
+
+/// Applies one instruction to the state.
+fn step(
+    code: &[u8],
+    pool: &ConstantPool,
+    i: &Insn,
+    mut s: State,
+    result: &mut Analysis,
+    allocations: &mut std::collections::BTreeSet<usize>,
+) -> Result<State> {
+    let st = &mut s.stack;
+    let cp = |at: usize| u2(code, at);
+    let take = |st: &Vec<Slot>, n: usize| -> Result<Vec<Slot>> {
+        if st.len() < n {
+            return err("operand stack underflow");
+        }
+        Ok(st[st.len() - n..].to_vec())
+    };
+    let (pops, pushes): (usize, usize) = match i.op {
+        0 => (0, 0),
+        1..=8 => (0, 1),
+        9 | 10 => (0, 2),
+        11..=13 => (0, 1),
+        14 | 15 => (0, 2),
+        16 | 17 => (0, 1),
+        18 => (0, pool.ldc_slots(u16::from(code[i.pc + 1]))),
+        19 => (0, pool.ldc_slots(cp(i.pc + 1)?)),
+        20 => (0, 2),
+        21 | 23 => (0, 1),
+        22 | 24 => (0, 2),
+        ALOAD => {
+            let this = code[i.pc + 1] == 0 && !s.this_init;
+            st.push(if this { Slot::This } else { Slot::Other });
+            (0, 0)
+        }
+        26..=29 | 34..=37 => (0, 1),
+        30..=33 | 38..=41 => (0, 2),
+        ALOAD_0 => {
+            st.push(if s.this_init { Slot::Other } else { Slot::This });
+            (0, 0)
+        }
+        43..=45 => (0, 1),
+        46 | 48 | 50..=53 => (2, 1),
+        47 | 49 => (2, 2),
+        54 | 56 | 58 => (1, 0),
+        55 | 57 => (2, 0),
+        59..=62 | 67..=70 | 75..=78 => (1, 0),
+        63..=66 | 71..=74 => (2, 0),
+        79 | 81 | 83..=86 => (3, 0),
+        80 | 82 => (4, 0),
+        87 => (1, 0),
+        88 => (2, 0),
+        DUP => {
+            let t = take(st, 1)?;
+            st.extend(t);
+            (0, 0)
+        }
+        90 => {
+            let t = take(st, 2)?;
+            pop(st, 2)?;
+            st.extend([t[1], t[0], t[1]]);
+            (0, 0)
+        }
+        91 => {
+            let t = take(st, 3)?;
+            pop(st, 3)?;
+            st.extend([t[2], t[0], t[1], t[2]]);
+            (0, 0)
+        }
+        92 => {
+            let t = take(st, 2)?;
+            st.extend(t);
+            (0, 0)
+        }
+        93 => {
+            let t = take(st, 3)?;
+            pop(st, 3)?;
+            st.extend([t[1], t[2], t[0], t[1], t[2]]);
+            (0, 0)
+        }
+        94 => {
+            let t = take(st, 4)?;
+            pop(st, 4)?;
+            st.extend([t[2], t[3], t[0], t[1], t[2], t[3]]);
+            (0, 0)
+        }
+        95 => {
+            let t = take(st, 2)?;
+            pop(st, 2)?;
+            st.extend([t[1], t[0]]);
+            (0, 0)
+        }
+        96 | 98 | 100 | 102 | 104 | 106 | 108 | 110 | 112 | 114 => (2, 1),
+        97 | 99 | 101 | 103 | 105 | 107 | 109 | 111 | 113 | 115 => (4, 2),
+        116 | 118 => (1, 1),
+        117 | 119 => (2, 2),
+        120 | 122 | 124 => (2, 1),
+        121 | 123 | 125 => (3, 2),
+        126 | 128 | 130 => (2, 1),
+        127 | 129 | 131 => (4, 2),
+        132 => (0, 0),
+        133 | 135 | 140 | 141 => (1, 2),
+        134 | 139 | 145..=147 => (1, 1),
+        136 | 137 | 142 | 144 => (2, 1),
+        138 | 143 => (2, 2),
+        148 | 151 | 152 => (4, 1),
+        149 | 150 => (2, 1),
+        153..=158 => (1, 0),
+        159..=166 => (2, 0),
+        GOTO | GOTO_W => (0, 0),
+        TABLESWITCH | LOOKUPSWITCH => (1, 0),
+        172 | 174 | 176 => (1, 0),
+        173 | 175 => (2, 0),
+        RETURN => (0, 0),
+        178 => (0, field_slots(pool.member_ref(cp(i.pc + 1)?)?.2)),
+        179 => (field_slots(pool.member_ref(cp(i.pc + 1)?)?.2), 0),
+        180 => (1, field_slots(pool.member_ref(cp(i.pc + 1)?)?.2)),
+        181 => (1 + field_slots(pool.member_ref(cp(i.pc + 1)?)?.2), 0),
+        182 | 185 => {
+            let (args, ret) = descriptor_slots(pool.member_ref(cp(i.pc + 1)?)?.2)?;
+            (args + 1, ret)
+        }
+        INVOKESTATIC => {
+            let (args, ret) = descriptor_slots(pool.member_ref(cp(i.pc + 1)?)?.2)?;
+            (args, ret)
+        }
+        186 => {
+            let (args, ret) = descriptor_slots(pool.dynamic_descriptor(cp(i.pc + 1)?)?)?;
+            (args, ret)
+        }
+        INVOKESPECIAL => {
+            let (_, name, desc) = pool.member_ref(cp(i.pc + 1)?)?;
+            let (args, ret) = descriptor_slots(desc)?;
+            if st.len() < args + 1 {
+                return err("operand stack underflow");
+            }
+            let receiver = st[st.len() - args - 1];
+            pop(st, args + 1)?;
+            let mut initializes_this = false;
+            if name == "<init>" && receiver != Slot::Other {
+                // The copy that `dup` left is on top exactly when the top slot is the receiver.
+                let copy_on_top = st.last() == Some(&receiver);
+                for slot in st.iter_mut().filter(|x| **x == receiver) {
+                    *slot = Slot::Other;
+                }
+                match receiver {
+                    Slot::This => initializes_this = true,
+                    Slot::New(_) if copy_on_top => {
+                        allocations.insert(i.pc);
+                    }
+                    _ => {}
+                }
+            }
+            push(st, ret);
+            if initializes_this {
+                s.this_init = true;
+                result.super_call.get_or_insert(i.pc);
+            }
+            return Ok(s);
+        }
+        NEW => {
+            st.push(Slot::New(i.pc));
+            (0, 0)
+        }
+        NEWARRAY | ANEWARRAY => {
+            allocations.insert(i.pc);
+            (1, 1)
+        }
+        190 => (1, 1),
+        ATHROW => (1, 0),
+        192 | 193 => (1, 1),
+        194 | 195 => (1, 0),
+        WIDE => match code[i.pc + 1] {
+            21 | 23 => (0, 1),
+            ALOAD => {
+                let this = cp(i.pc + 2)? == 0 && !s.this_init;
+                st.push(if this { Slot::This } else { Slot::Other });
+                (0, 0)
+            }
+            22 | 24 => (0, 2),
+            54 | 56 | 58 => (1, 0),
+            55 | 57 => (2, 0),
+            132 => (0, 0),
+            _ => return err("jsr/ret subroutines are not instrumented"),
+        },
+        MULTIANEWARRAY => {
+            allocations.insert(i.pc);
+            (code[i.pc + 3] as usize, 1)
+        }
+        198 | 199 => (1, 0),
+        JSR | JSR_W | RET => return err("jsr/ret subroutines are not instrumented"),
+        op => return err(format!("unknown opcode {}", op)),
+    };
+    pop(st, pops)?;
+    push(st, pushes);
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_of_switches_follow_alignment() {
+        // tableswitch at pc 1: 2 padding bytes, default, low 0, high 1, two offsets.
+        let mut code = vec![0u8, TABLESWITCH, 0, 0];
+        for v in [20i32, 0, 1, 20, 20] {
+            code.extend_from_slice(&v.to_be_bytes());
+        }
+        assert_eq!(length(&code, 1).unwrap(), 3 + 20);
+        let insns = decode(&code).unwrap();
+        assert_eq!(insns.len(), 2);
+    }
+}

@@ -1,0 +1,454 @@
+//! The method rewriter: every method with code gets
+//!
+//! ```text
+//!   prologue   sipush KEY (or ldc_w) ; invokestatic JliveTrampoline.enter(I)V
+//!              (objects=on, instance methods: aload_0 first, enterObject(Object,I)V)
+//!   before each xreturn      push KEY ; invokestatic JliveTrampoline.exit(I)V
+//!   after each allocation    dup ; invokestatic JliveTrampoline.allocated(Object)V  (alloc=on)
+//!   catch-all handler        push KEY ; invokestatic exit ; athrow   (last in the table)
+//! ```
+//!
+//! Constructors get two catch-all handlers: one for the code before super()/this(), whose
+//! frame keeps `uninitializedThis` (JVMS §4.10.1.6 forbids covering it otherwise), and one
+//! after. Branch targets, switch padding, the exception table, LineNumberTable,
+//! LocalVariable(Type)Table and StackMapTable (rewritten as full frames) are carried over.
+//! A method that would outgrow the 64 KiB code limit (or a 16-bit branch) is left as it was.
+
+use super::classfile::{err, put_u2, ClassFile, Code, ConstantPool, Handler, Reader, Result};
+use super::code::{self, analyze, decode, Analysis, Insn};
+use super::stackmap::{self, Frame, VType};
+
+/// The class that holds the trampolines; in java.lang so that every module can read it.
+pub const TRAMPOLINE: &str = "java/lang/JliveTrampoline";
+
+const ACC_STATIC: u16 = 0x0008;
+const ACC_NATIVE: u16 = 0x0100;
+
+/// What to weave in besides entries and exits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Weave {
+    /// Receiver objects on entries of instance methods.
+    pub objects: bool,
+    /// Allocation sites.
+    pub alloc: bool,
+}
+
+/// The result for one class.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub bytes: Vec<u8>,
+    pub name: String,
+    pub methods: u32,
+    pub instrumented: u32,
+    pub native: u32,
+    /// (method name + descriptor, reason) of methods left as they were.
+    pub skipped: Vec<(String, String)>,
+}
+
+struct Refs {
+    enter: u16,
+    enter_object: u16,
+    exit: u16,
+    allocated: u16,
+    throwable: u16,
+}
+
+/// Instruments every method of a class; method `i` gets key `base + i`.
+pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
+    let mut cf = ClassFile::parse(class)?;
+    let name = cf.name()?.to_string();
+    let refs = Refs {
+        enter: cf.pool.add_method_ref(TRAMPOLINE, "enter", "(I)V")?,
+        enter_object: cf.pool.add_method_ref(
+            TRAMPOLINE,
+            "enterObject",
+            "(Ljava/lang/Object;I)V",
+        )?,
+        exit: cf.pool.add_method_ref(TRAMPOLINE, "exit", "(I)V")?,
+        allocated: cf
+            .pool
+            .add_method_ref(TRAMPOLINE, "allocated", "(Ljava/lang/Object;)V")?,
+        throwable: cf.pool.add_class("java/lang/Throwable")?,
+    };
+    let stack_map_name = if cf.major >= 50 {
+        Some(cf.pool.add_utf8("StackMapTable")?)
+    } else {
+        None
+    };
+    let mut out = Outcome {
+        name,
+        methods: cf.methods.len() as u32,
+        ..Outcome::default()
+    };
+    let mut methods = std::mem::take(&mut cf.methods);
+    for (index, m) in methods.iter_mut().enumerate() {
+        let key = base + index as u32;
+        let mname = format!("{}{}", cf.pool.utf8(m.name)?, cf.pool.utf8(m.descriptor)?);
+        let Some(at) = m
+            .attributes
+            .iter()
+            .position(|a| cf.pool.utf8(a.name) == Ok("Code"))
+        else {
+            if m.access & ACC_NATIVE != 0 {
+                out.native += 1;
+            }
+            continue;
+        };
+        let method = MethodInfo {
+            this_class: cf.this_class,
+            is_static: m.access & ACC_STATIC != 0,
+            is_ctor: cf.pool.utf8(m.name)? == "<init>",
+            descriptor: cf.pool.utf8(m.descriptor)?.to_string(),
+            key,
+            stack_map_name,
+        };
+        match rewrite(&mut cf.pool, &method, &m.attributes[at].data, &refs, weave) {
+            Ok(data) => {
+                m.attributes[at].data = data;
+                out.instrumented += 1;
+            }
+            Err(e) => out.skipped.push((mname, e.0)),
+        }
+    }
+    cf.methods = methods;
+    out.bytes = cf.write();
+    Ok(out)
+}
+
+struct MethodInfo {
+    this_class: u16,
+    is_static: bool,
+    is_ctor: bool,
+    descriptor: String,
+    key: u32,
+    stack_map_name: Option<u16>,
+}
+
+fn key_push(pool: &mut ConstantPool, key: u32) -> Result<Vec<u8>> {
+    if key <= 0x7FFF {
+        Ok(vec![code::SIPUSH, (key >> 8) as u8, key as u8])
+    } else {
+        let i = pool.add_integer(key as i32)?;
+        Ok(vec![code::LDC_W, (i >> 8) as u8, i as u8])
+    }
+}
+
+fn call(method: u16) -> [u8; 3] {
+    [code::INVOKESTATIC, (method >> 8) as u8, method as u8]
+}
+
+/// Where each original instruction lands.
+struct Layout {
+    /// Start of what replaces instruction k (its prefix, if any).
+    start: Vec<usize>,
+    /// Start of instruction k itself.
+    body: Vec<usize>,
+    /// Length of instruction k after re-padding.
+    len: Vec<usize>,
+    end: usize,
+}
+
+fn switch_pad(at: usize) -> usize {
+    (4 - (at + 1) % 4) % 4
+}
+
+fn layout(insns: &[Insn], prologue: usize, prefix: &[usize], suffix: &[usize]) -> Layout {
+    let mut l = Layout {
+        start: vec![0; insns.len()],
+        body: vec![0; insns.len()],
+        len: vec![0; insns.len()],
+        end: 0,
+    };
+    let mut pos = prologue;
+    for (k, i) in insns.iter().enumerate() {
+        l.start[k] = pos;
+        pos += prefix[k];
+        l.body[k] = pos;
+        l.len[k] = if matches!(i.op, code::TABLESWITCH | code::LOOKUPSWITCH) {
+            i.len - switch_pad(i.pc) + switch_pad(pos)
+        } else {
+            i.len
+        };
+        pos += l.len[k] + suffix[k];
+    }
+    l.end = pos;
+    l
+}
+
+fn rewrite(
+    pool: &mut ConstantPool,
+    m: &MethodInfo,
+    data: &[u8],
+    refs: &Refs,
+    weave: Weave,
+) -> Result<Vec<u8>> {
+    let code = Code::parse(data)?;
+    let insns = decode(&code.code)?;
+    if insns
+        .iter()
+        .any(|i| matches!(i.op, code::JSR | code::JSR_W | code::RET))
+    {
+        return err("uses jsr/ret subroutines");
+    }
+    let analysis = if m.is_ctor || weave.alloc {
+        match analyze(&code, pool, &insns, m.is_ctor) {
+            Ok(a) => a,
+            Err(e) if m.is_ctor => return Err(e),
+            Err(_) => Analysis::default(),
+        }
+    } else {
+        Analysis::default()
+    };
+    if m.is_ctor && analysis.super_call.is_none() {
+        return err("constructor without a super() or this() call");
+    }
+    let push = key_push(pool, m.key)?;
+    let mut prologue = Vec::new();
+    if weave.objects && !m.is_static && !m.is_ctor {
+        prologue.push(code::ALOAD_0);
+        prologue.extend_from_slice(&push);
+        prologue.extend_from_slice(&call(refs.enter_object));
+    } else {
+        prologue.extend_from_slice(&push);
+        prologue.extend_from_slice(&call(refs.enter));
+    }
+    let mut exit = push.clone();
+    exit.extend_from_slice(&call(refs.exit));
+    let mut allocated = vec![code::DUP];
+    allocated.extend_from_slice(&call(refs.allocated));
+
+    let prefix: Vec<usize> = insns
+        .iter()
+        .map(|i| if code::is_return(i.op) { exit.len() } else { 0 })
+        .collect();
+    let suffix: Vec<usize> = insns
+        .iter()
+        .map(|i| {
+            if weave.alloc && analysis.allocations.contains(&i.pc) {
+                allocated.len()
+            } else {
+                0
+            }
+        })
+        .collect();
+    let l = layout(&insns, prologue.len(), &prefix, &suffix);
+    let mut index = vec![usize::MAX; code.code.len() + 1];
+    for (k, i) in insns.iter().enumerate() {
+        index[i.pc] = k;
+    }
+    let map = |old: usize| -> Result<usize> {
+        if old == code.code.len() {
+            return Ok(l.end);
+        }
+        match index.get(old) {
+            Some(&k) if k != usize::MAX => Ok(l.start[k]),
+            _ => err(format!("offset {} is not an instruction", old)),
+        }
+    };
+
+    let mut out = prologue.clone();
+    for (k, i) in insns.iter().enumerate() {
+        if prefix[k] > 0 {
+            out.extend_from_slice(&exit);
+        }
+        emit(&mut out, &code.code, i, l.body[k], &map)?;
+        if suffix[k] > 0 {
+            out.extend_from_slice(&allocated);
+        }
+    }
+    let catch_all = out.len();
+    out.extend_from_slice(&exit);
+    out.push(code::ATHROW);
+    let catch_before_super = out.len();
+    if m.is_ctor {
+        out.extend_from_slice(&exit);
+        out.push(code::ATHROW);
+    }
+    if out.len() > 0xFFFF {
+        return err("would outgrow the 64 KiB code limit");
+    }
+
+    let mut handlers = Vec::with_capacity(code.handlers.len() + 2);
+    for h in &code.handlers {
+        handlers.push(Handler {
+            start: map(h.start as usize)? as u16,
+            end: map(h.end as usize)? as u16,
+            handler: map(h.handler as usize)? as u16,
+            catch_type: h.catch_type,
+        });
+    }
+    let begin = prologue.len();
+    let mut catch_frames = vec![Frame {
+        offset: catch_all,
+        locals: Vec::new(),
+        stack: vec![VType::Object(refs.throwable)],
+    }];
+    match analysis.super_call.filter(|_| m.is_ctor) {
+        Some(pc) => {
+            // The super()/this() call itself stays uncovered: HotSpot checks a handler that
+            // covers it against the frame after the call (this initialized) with the
+            // uninitialized flag still set, which no frame can satisfy. An exception from it
+            // leaves without an exit record; the writer unwinds such frames by key.
+            let k = index[pc];
+            let after_super = l.body[k] + l.len[k];
+            if begin < l.body[k] {
+                handlers.push(Handler {
+                    start: begin as u16,
+                    end: l.body[k] as u16,
+                    handler: catch_before_super as u16,
+                    catch_type: 0,
+                });
+            }
+            if after_super < l.end {
+                handlers.push(Handler {
+                    start: after_super as u16,
+                    end: l.end as u16,
+                    handler: catch_all as u16,
+                    catch_type: 0,
+                });
+            }
+            catch_frames.push(Frame {
+                offset: catch_before_super,
+                locals: vec![VType::UninitializedThis],
+                stack: vec![VType::Object(refs.throwable)],
+            });
+        }
+        None => handlers.push(Handler {
+            start: begin as u16,
+            end: l.end as u16,
+            handler: catch_all as u16,
+            catch_type: 0,
+        }),
+    }
+
+    let mut attributes = Vec::new();
+    let mut had_stack_map = false;
+    for a in &code.attributes {
+        let name = pool.utf8(a.name)?.to_string();
+        let data = match name.as_str() {
+            "LineNumberTable" => line_numbers(&a.data, &map)?,
+            "LocalVariableTable" | "LocalVariableTypeTable" => local_variables(&a.data, &map)?,
+            "StackMapTable" => {
+                had_stack_map = true;
+                let initial = stackmap::initial_locals(
+                    pool,
+                    m.this_class,
+                    &m.descriptor,
+                    m.is_static,
+                    m.is_ctor,
+                )?;
+                let mut frames = stackmap::decode(&a.data, &initial)?;
+                for f in &mut frames {
+                    f.offset = map(f.offset)?;
+                    for v in f.locals.iter_mut().chain(f.stack.iter_mut()) {
+                        if let VType::Uninitialized(at) = v {
+                            *at = map(*at as usize)? as u16;
+                        }
+                    }
+                }
+                frames.extend(catch_frames.iter().cloned());
+                stackmap::encode(&frames)?
+            }
+            // Offsets inside type annotations and unknown attributes would go stale: drop them.
+            _ => continue,
+        };
+        attributes.push(super::classfile::Attribute { name: a.name, data });
+    }
+    if let (false, Some(name)) = (had_stack_map, m.stack_map_name) {
+        attributes.push(super::classfile::Attribute {
+            name,
+            data: stackmap::encode(&catch_frames)?,
+        });
+    }
+    let new = Code {
+        max_stack: code.max_stack.saturating_add(2).max(2),
+        max_locals: code.max_locals,
+        code: out,
+        handlers,
+        attributes,
+    };
+    Ok(new.write())
+}
+
+/// Writes one instruction at `at` with its branch offsets moved.
+fn emit(
+    out: &mut Vec<u8>,
+    code: &[u8],
+    i: &Insn,
+    at: usize,
+    map: &dyn Fn(usize) -> Result<usize>,
+) -> Result<()> {
+    debug_assert_eq!(out.len(), at);
+    let old = &code[i.pc..i.pc + i.len];
+    let rel = |target: usize| -> Result<i64> { Ok(map(target)? as i64 - at as i64) };
+    match i.op {
+        153..=168 | 198 | 199 => {
+            let target = code::targets(code, i)?[0];
+            let off = rel(target)?;
+            if off < i16::MIN as i64 || off > i16::MAX as i64 {
+                return err("a branch would outgrow its 16-bit offset");
+            }
+            out.push(i.op);
+            out.extend_from_slice(&(off as i16).to_be_bytes());
+        }
+        code::GOTO_W | code::JSR_W => {
+            let target = code::targets(code, i)?[0];
+            out.push(i.op);
+            out.extend_from_slice(&(rel(target)? as i32).to_be_bytes());
+        }
+        code::TABLESWITCH | code::LOOKUPSWITCH => {
+            let targets = code::targets(code, i)?;
+            out.push(i.op);
+            out.extend(std::iter::repeat_n(0u8, switch_pad(at)));
+            let base = (i.pc + 4) & !3;
+            out.extend_from_slice(&(rel(targets[0])? as i32).to_be_bytes());
+            if i.op == code::TABLESWITCH {
+                out.extend_from_slice(&code[base + 4..base + 12]); // low, high
+                for &t in &targets[1..] {
+                    out.extend_from_slice(&(rel(t)? as i32).to_be_bytes());
+                }
+            } else {
+                out.extend_from_slice(&code[base + 4..base + 8]); // npairs
+                for (k, &t) in targets[1..].iter().enumerate() {
+                    let key_at = base + 8 + 8 * k;
+                    out.extend_from_slice(&code[key_at..key_at + 4]);
+                    out.extend_from_slice(&(rel(t)? as i32).to_be_bytes());
+                }
+            }
+        }
+        _ => out.extend_from_slice(old),
+    }
+    Ok(())
+}
+
+fn line_numbers(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<Vec<u8>> {
+    let mut r = Reader::new(data);
+    let n = r.u2()?;
+    let mut out = Vec::with_capacity(data.len());
+    put_u2(&mut out, n);
+    for _ in 0..n {
+        let start = r.u2()? as usize;
+        let line = r.u2()?;
+        put_u2(&mut out, if start == 0 { 0 } else { map(start)? as u16 });
+        put_u2(&mut out, line);
+    }
+    Ok(out)
+}
+
+fn local_variables(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<Vec<u8>> {
+    let mut r = Reader::new(data);
+    let n = r.u2()?;
+    let mut out = Vec::with_capacity(data.len());
+    put_u2(&mut out, n);
+    for _ in 0..n {
+        let start = r.u2()? as usize;
+        let length = r.u2()? as usize;
+        let rest = r.bytes(6)?;
+        let new_start = if start == 0 { 0 } else { map(start)? };
+        let new_end = map(start + length)?;
+        put_u2(&mut out, new_start as u16);
+        put_u2(&mut out, (new_end - new_start) as u16);
+        out.extend_from_slice(rest);
+    }
+    Ok(out)
+}

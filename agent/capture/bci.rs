@@ -1,0 +1,356 @@
+//! `capture=bci`: the JVM side of bytecode instrumentation.
+//!
+//! - VMStart: java/lang/JliveTrampoline (bytes built by build.rs) is defined in the bootstrap
+//!   loader. VMInit initializes it; its `<clinit>` calls `bind`, found by its JNI name in this
+//!   library, which binds the trampolines to the functions below with RegisterNatives. Only
+//!   then does the hook start instrumenting, so that linking `bind` (HotSpot asks
+//!   ClassLoader.findNative first) runs no instrumented code.
+//! - ClassFileLoadHook: each included class is rewritten (`bci::rewrite`) with a block of
+//!   method keys; the keys are tied to the class's registry entry at ClassPrepare (or at once
+//!   for a retransformed class).
+//! - VMInit: classes loaded before the hook could instrument them are retransformed.
+//!
+//! The trampolines are the hot path: read the tick counter, append one record, return. The
+//! agent overhead a record carries is a constant measured at start-up instead of a second
+//! tick read per call.
+
+use super::{entered, exited};
+use crate::bci::rewrite::{self, Weave, TRAMPOLINE};
+use crate::callbacks::{attach_java_thread, guard};
+use crate::classes::Classes;
+use crate::clock;
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::{jvmtiEnv, Jvmti};
+use crate::log;
+use crate::profiler::{self, Profiler};
+use jlive_writer::record::NO_OBJECT;
+use jni_sys::{jclass, jint, jobject, JNIEnv};
+use std::ffi::{c_char, c_uchar, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The trampoline class, compiled by build.rs.
+const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
+
+/// Tag bit of class loaders (their identity for pending keys).
+pub const LOADER_TAG: i64 = 1 << 61;
+
+static READY: AtomicBool = AtomicBool::new(false);
+static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
+
+/// What the instrumentation did, for the log and `status`.
+#[derive(Default)]
+pub struct BciStats {
+    pub classes: AtomicU64,
+    pub methods: AtomicU64,
+    pub skipped: AtomicU64,
+    pub native: AtomicU64,
+    pub failed_classes: AtomicU64,
+    pub nanos: AtomicU64,
+}
+
+impl BciStats {
+    pub fn summary(&self) -> String {
+        let classes = self.classes.load(Ordering::Relaxed);
+        format!(
+            "instrumented {} classes, {} methods; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class",
+            classes,
+            self.methods.load(Ordering::Relaxed),
+            self.native.load(Ordering::Relaxed),
+            self.skipped.load(Ordering::Relaxed),
+            self.failed_classes.load(Ordering::Relaxed),
+            self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / classes.max(1) as f64
+        )
+    }
+}
+
+/// Classes never instrumented: jlive's own, and those the trampolines' callers need intact.
+fn excluded(name: &str) -> bool {
+    name == TRAMPOLINE
+        || name == "java/lang/Object"
+        || name.starts_with("jlive/")
+        || name.starts_with("java/lang/invoke/")
+        || name.starts_with("jdk/internal/")
+        || name.starts_with("sun/invoke/")
+}
+
+fn weave(p: &Profiler) -> Weave {
+    Weave {
+        objects: p.options.objects,
+        alloc: p.options.alloc,
+    }
+}
+
+/// VMStart: defines the trampoline class in the bootstrap loader.
+pub fn define_trampoline(jni: Jni<'_>) -> Result<(), String> {
+    jni.define_boot_class(c"java/lang/JliveTrampoline", TRAMPOLINE_CLASS)
+        .map(|_| ())
+        .ok_or_else(|| "cannot define java/lang/JliveTrampoline in the bootstrap loader".into())
+}
+
+/// VMInit: initializes the trampoline class, which binds its natives (see `bind`).
+pub fn initialize_trampoline(jni: Jni<'_>) -> Result<(), String> {
+    jni.initialize_class(c"java/lang/JliveTrampoline", c"enter", c"(I)V");
+    if READY.load(Ordering::SeqCst) {
+        Ok(())
+    } else {
+        Err("the trampolines could not be bound".into())
+    }
+}
+
+/// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_JliveTrampoline_bind(env: *mut JNIEnv, class: jclass) {
+    guard(|| {
+        if let Some(jni) = Jni::from_callback(env) {
+            bind(jni, class);
+        }
+    });
+}
+
+fn bind(jni: Jni<'_>, class: jclass) {
+    let natives: [(&CStr, &CStr, *mut c_void); 4] = [
+        (c"enter", c"(I)V", enter as *mut c_void),
+        (
+            c"enterObject",
+            c"(Ljava/lang/Object;I)V",
+            enter_object as *mut c_void,
+        ),
+        (c"exit", c"(I)V", exit as *mut c_void),
+        (
+            c"allocated",
+            c"(Ljava/lang/Object;)V",
+            allocated as *mut c_void,
+        ),
+    ];
+    if jni.register_natives(class, &natives) {
+        READY.store(true, Ordering::SeqCst);
+    }
+}
+
+fn current_thread(p: &'static Profiler) -> bool {
+    attach_java_thread(p, p.jvmti, std::ptr::null_mut())
+}
+
+extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    let ticks = clock::ticks();
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            entered(p, ticks, key as u64, NO_OBJECT, || current_thread(p));
+        }
+    });
+}
+
+extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
+    let ticks = clock::ticks();
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);
+            entered(p, ticks, key as u64, object, || current_thread(p));
+        }
+    });
+}
+
+extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    let ticks = clock::ticks();
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            exited(p, ticks, key as u64, || current_thread(p));
+        }
+    });
+}
+
+extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) {
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            crate::callbacks::record_allocation(p, p.jvmti, env, object, std::ptr::null_mut());
+        }
+    });
+}
+
+/// The identity of a class loader: its tag, given one the first time (0 = bootstrap).
+fn loader_identity(jvmti: Jvmti, loader: jobject) -> i64 {
+    if loader.is_null() {
+        return 0;
+    }
+    match jvmti.tag(loader) {
+        Ok(0) => {
+            let tag = LOADER_TAG | NEXT_LOADER.fetch_add(1, Ordering::Relaxed) as i64;
+            if jvmti.set_tag(loader, tag).is_ok() {
+                tag
+            } else {
+                -1
+            }
+        }
+        Ok(tag) => tag,
+        Err(_) => -1,
+    }
+}
+
+/// JVMTI ClassFileLoadHook.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn class_file_load_hook(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    redefined: jclass,
+    loader: jobject,
+    name: *const c_char,
+    _protection_domain: jobject,
+    length: jint,
+    data: *const c_uchar,
+    new_length: *mut jint,
+    new_data: *mut *mut c_uchar,
+) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        if !READY.load(Ordering::SeqCst) || name.is_null() || data.is_null() || length <= 0 {
+            return; // retransformed at VM init instead
+        }
+        // SAFETY: the JVM passes a NUL-terminated class name valid for this callback.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        if excluded(&name) || !p.filter.traces(&name) {
+            return;
+        }
+        // SAFETY: the JVM passes `length` bytes of class file at `data` for this callback.
+        let bytes = unsafe { std::slice::from_raw_parts(data, length as usize) };
+        let jvmti = Jvmti::from_raw(env);
+        let Some(out) = transform(p, &name, bytes) else {
+            return;
+        };
+        let Ok(copy) = jvmti.allocate_copy(&out.bytes) else {
+            return;
+        };
+        let base = out.base;
+        // SAFETY: the out-parameters are valid for this callback; the JVM takes the memory.
+        unsafe {
+            *new_length = out.bytes.len() as jint;
+            *new_data = copy;
+        }
+        if redefined.is_null() {
+            p.registry
+                .add_pending(loader_identity(jvmti, loader), name, base, out.methods);
+        } else if let Some(jni) = Jni::from_callback(jni) {
+            let classes = Classes {
+                jvmti,
+                jni,
+                registry: &p.registry,
+            };
+            if let Some(key) = classes.key(redefined) {
+                p.registry.link_bci(base, out.methods, key);
+            }
+        }
+    });
+}
+
+struct Transformed {
+    bytes: Vec<u8>,
+    base: u32,
+    methods: u32,
+}
+
+/// Rewrites one class; None leaves it as it was (counted).
+fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
+    let started = std::time::Instant::now();
+    let methods = method_count(bytes)?;
+    let Some(base) = p.registry.reserve_bci(methods) else {
+        p.bci.failed_classes.fetch_add(1, Ordering::Relaxed);
+        return None;
+    };
+    let result = rewrite::instrument(bytes, base, weave(p));
+    p.bci
+        .nanos
+        .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    match result {
+        Ok(out) => {
+            p.bci.classes.fetch_add(1, Ordering::Relaxed);
+            p.bci
+                .methods
+                .fetch_add(u64::from(out.instrumented), Ordering::Relaxed);
+            p.bci
+                .native
+                .fetch_add(u64::from(out.native), Ordering::Relaxed);
+            p.bci
+                .skipped
+                .fetch_add(out.skipped.len() as u64, Ordering::Relaxed);
+            for (method, why) in &out.skipped {
+                log::info(&format!("not instrumented: {}.{}: {}", name, method, why));
+            }
+            Some(Transformed {
+                bytes: out.bytes,
+                base,
+                methods,
+            })
+        }
+        Err(e) => {
+            p.bci.failed_classes.fetch_add(1, Ordering::Relaxed);
+            log::info(&format!("not instrumented: class {}: {}", name, e));
+            None
+        }
+    }
+}
+
+/// The number of methods of a class file (parsed again by the rewriter; cheap).
+fn method_count(bytes: &[u8]) -> Option<u32> {
+    crate::bci::classfile::ClassFile::parse(bytes)
+        .ok()
+        .map(|c| c.methods.len() as u32)
+}
+
+/// ClassPrepare: ties the keys given at load time to the registered class.
+pub fn link_prepared(
+    p: &Profiler,
+    jvmti: Jvmti,
+    class: jclass,
+    key: jlive_writer::record::ClassKey,
+) {
+    let Ok(signature) = jvmti.class_signature(class) else {
+        return;
+    };
+    let name = crate::classes::internal_name(&signature);
+    let loader = jvmti
+        .class_loader(class)
+        .map_or(0, |l| loader_identity(jvmti, l));
+    if let Some((base, n)) = p.registry.take_pending(loader, &name) {
+        p.registry.link_bci(base, n, key);
+    }
+}
+
+/// VMInit: retransforms every loaded class the hook has not instrumented yet.
+pub fn retransform_loaded(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) {
+    let classes = Classes {
+        jvmti,
+        jni,
+        registry: &p.registry,
+    };
+    let mut todo = Vec::new();
+    for class in jvmti.loaded_classes().unwrap_or_default() {
+        let Ok(signature) = jvmti.class_signature(class) else {
+            continue;
+        };
+        let name = crate::classes::internal_name(&signature);
+        if signature.starts_with('[') || excluded(&name) || !p.filter.traces(&name) {
+            continue;
+        }
+        if !jvmti.is_modifiable_class(class) || p.registry.is_linked(classes.key(class)) {
+            continue;
+        }
+        todo.push(class);
+    }
+    let started = std::time::Instant::now();
+    for chunk in todo.chunks(64) {
+        if jvmti.retransform_classes(chunk).is_err() {
+            for &class in chunk {
+                if let Err(e) = jvmti.retransform_classes(&[class]) {
+                    let name = jvmti.class_signature(class).unwrap_or_default();
+                    log::info(&format!("cannot retransform {}: {}", name, e));
+                }
+            }
+        }
+    }
+    log::info(&format!(
+        "retransformed {} classes loaded before VM init in {:?}",
+        todo.len(),
+        started.elapsed()
+    ));
+}
