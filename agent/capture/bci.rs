@@ -187,8 +187,12 @@ fn loader_identity(jvmti: Jvmti, loader: jobject) -> i64 {
 }
 
 /// JVMTI ClassFileLoadHook.
+///
+/// # Safety
+/// Called by the JVM only, with the arguments JVMTI documents: a NUL-terminated name (or
+/// null), `length` readable bytes at `data`, and writable out-parameters.
 #[allow(clippy::too_many_arguments)]
-pub extern "C" fn class_file_load_hook(
+pub unsafe extern "C" fn class_file_load_hook(
     env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     redefined: jclass,
