@@ -10,7 +10,7 @@ use crate::clock;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
 use crate::profiler::{self, Profiler};
-use jlive_writer::record::{RecordKind, NOT_ARRAY, NO_OBJECT};
+use jlive_writer::record::{ClassKey, RecordKind, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT};
 use jni_sys::{jclass, jlong, jobject, JNIEnv};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -75,7 +75,7 @@ fn new_object_id(p: &Profiler) -> Option<u32> {
     let id = p
         .next_object
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    (id != 0 && id < NO_OBJECT).then_some(id)
+    (id != 0 && id < PENDING_OBJECT).then_some(id)
 }
 
 /// The receiver of the method being entered (`objects=on`, capture=events).
@@ -107,22 +107,45 @@ pub fn object_id(
     object: jobject,
     ticks: u64,
 ) -> u32 {
+    object_identity(p, jvmti, jni, object, ticks).0
+}
+
+/// [`object_id`] with the object's class key (looked up only when asked for by the caller's
+/// use of it: a new object's class is needed anyway; a known one's is looked up here).
+pub fn object_identity(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    object: jobject,
+    ticks: u64,
+) -> (u32, Option<ClassKey>) {
     if object.is_null() {
-        return NO_OBJECT;
+        return (NO_OBJECT, None);
     }
     match jvmti.tag(object) {
         Ok(0) => {}
-        Ok(tag) if is_object_id(tag) => return tag as u32,
-        _ => return NO_OBJECT,
+        Ok(tag) if is_object_id(tag) => {
+            let class = Jni::from_callback(jni).and_then(|jni| {
+                let classes = Classes {
+                    jvmti,
+                    jni,
+                    registry: &p.registry,
+                };
+                p.hub
+                    .quietly(|| jni.object_class(object).and_then(|c| classes.key(c)))
+            });
+            return (tag as u32, class);
+        }
+        _ => return (NO_OBJECT, None),
     }
     let Some(jni) = Jni::from_callback(jni) else {
-        return NO_OBJECT;
+        return (NO_OBJECT, None);
     };
     let Some(id) = new_object_id(p) else {
-        return NO_OBJECT;
+        return (NO_OBJECT, None);
     };
     if jvmti.set_tag(object, i64::from(id)).is_err() {
-        return NO_OBJECT;
+        return (NO_OBJECT, None);
     }
     let classes = Classes {
         jvmti,
@@ -148,7 +171,7 @@ pub fn object_id(
             || attach_java_thread(p, jvmti, std::ptr::null_mut()),
         );
     }
-    id
+    (id, class)
 }
 
 pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {

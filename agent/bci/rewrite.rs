@@ -48,6 +48,8 @@ pub struct Outcome {
 struct Refs {
     enter: u16,
     enter_object: u16,
+    enter_constructor: u16,
+    constructed: u16,
     exit: u16,
     allocated: u16,
     throwable: u16,
@@ -64,6 +66,12 @@ pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
             "enterObject",
             "(Ljava/lang/Object;I)V",
         )?,
+        enter_constructor: cf
+            .pool
+            .add_method_ref(TRAMPOLINE, "enterConstructor", "(I)V")?,
+        constructed: cf
+            .pool
+            .add_method_ref(TRAMPOLINE, "constructed", "(Ljava/lang/Object;I)V")?,
         exit: cf.pool.add_method_ref(TRAMPOLINE, "exit", "(I)V")?,
         allocated: cf
             .pool
@@ -208,6 +216,9 @@ fn rewrite(
         prologue.push(code::ALOAD_0);
         prologue.extend_from_slice(&push);
         prologue.extend_from_slice(&call(refs.enter_object));
+    } else if weave.objects && m.is_ctor {
+        prologue.extend_from_slice(&push);
+        prologue.extend_from_slice(&call(refs.enter_constructor));
     } else {
         prologue.extend_from_slice(&push);
         prologue.extend_from_slice(&call(refs.enter));
@@ -216,21 +227,26 @@ fn rewrite(
     exit.extend_from_slice(&call(refs.exit));
     let mut allocated = vec![code::DUP];
     allocated.extend_from_slice(&call(refs.allocated));
+    // objects=on: `this` is reported right after super()/this() initialized it.
+    let mut constructed = vec![code::ALOAD_0];
+    constructed.extend_from_slice(&push);
+    constructed.extend_from_slice(&call(refs.constructed));
+    let super_call = analysis.super_call.filter(|_| m.is_ctor && weave.objects);
+    let suffix_of = |i: &Insn| -> &[u8] {
+        if super_call == Some(i.pc) {
+            &constructed
+        } else if weave.alloc && analysis.allocations.contains(&i.pc) {
+            &allocated
+        } else {
+            &[]
+        }
+    };
 
     let prefix: Vec<usize> = insns
         .iter()
         .map(|i| if code::is_return(i.op) { exit.len() } else { 0 })
         .collect();
-    let suffix: Vec<usize> = insns
-        .iter()
-        .map(|i| {
-            if weave.alloc && analysis.allocations.contains(&i.pc) {
-                allocated.len()
-            } else {
-                0
-            }
-        })
-        .collect();
+    let suffix: Vec<usize> = insns.iter().map(|i| suffix_of(i).len()).collect();
     let l = layout(&insns, prologue.len(), &prefix, &suffix);
     let mut index = vec![usize::MAX; code.code.len() + 1];
     for (k, i) in insns.iter().enumerate() {
@@ -252,9 +268,7 @@ fn rewrite(
             out.extend_from_slice(&exit);
         }
         emit(&mut out, &code.code, i, l.body[k], &map)?;
-        if suffix[k] > 0 {
-            out.extend_from_slice(&allocated);
-        }
+        out.extend_from_slice(suffix_of(i));
     }
     let catch_all = out.len();
     out.extend_from_slice(&exit);

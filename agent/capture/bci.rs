@@ -23,7 +23,7 @@ use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jvmtiEnv, Jvmti};
 use crate::log;
 use crate::profiler::{self, Profiler};
-use jlive_writer::record::NO_OBJECT;
+use jlive_writer::record::{RecordKind, NO_OBJECT, PENDING_OBJECT};
 use jni_sys::{jclass, jint, jobject, JNIEnv};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -108,12 +108,22 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(env: *mut JNIEnv, cla
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 4] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 6] = [
         (c"enter", c"(I)V", enter as *mut c_void),
         (
             c"enterObject",
             c"(Ljava/lang/Object;I)V",
             enter_object as *mut c_void,
+        ),
+        (
+            c"enterConstructor",
+            c"(I)V",
+            enter_constructor as *mut c_void,
+        ),
+        (
+            c"constructed",
+            c"(Ljava/lang/Object;I)V",
+            constructed as *mut c_void,
         ),
         (c"exit", c"(I)V", exit as *mut c_void),
         (
@@ -146,6 +156,35 @@ extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobj
         if let Some(p) = profiler::get() {
             let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);
             entered(p, ticks, key as u64, object, || current_thread(p));
+        }
+    });
+}
+
+extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    let ticks = clock::ticks();
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            entered(p, ticks, key as u64, PENDING_OBJECT, || current_thread(p));
+        }
+    });
+}
+
+/// The receiver of a constructor, once super() has returned (objects=on).
+extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject, key: jint) {
+    let ticks = clock::ticks();
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let (id, class) = crate::callbacks::object_identity(p, p.jvmti, env, object, ticks);
+        if let (Some(class), Some(b)) = (class, p.hub.current()) {
+            b.append(
+                &p.hub,
+                RecordKind::ObjectBound,
+                ticks,
+                key as u64,
+                id,
+                Some(class),
+                true,
+            );
         }
     });
 }

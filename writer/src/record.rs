@@ -15,6 +15,8 @@ pub type ThreadKey = u32;
 
 /// Object ID meaning "no object" (a static call).
 pub const NO_OBJECT: u32 = 0xFFFF_FFFF;
+/// Receiver of a constructor entry that a later [`RecordKind::ObjectBound`] names.
+pub const PENDING_OBJECT: u32 = 0xFFFF_FFFE;
 /// `Record::extra` of an allocation that is not an array.
 pub const NOT_ARRAY: u32 = 0xFFFF_FFFF;
 
@@ -43,6 +45,9 @@ pub enum RecordKind {
     ObjectFree,
     /// A user event from a Java thread: `key` = message number (see [`Symbols::message`]).
     UserEvent,
+    /// The receiver of the constructor entered with [`PENDING_OBJECT`]: `key` = method,
+    /// `arg` = object ID, `extra` = class key of the object.
+    ObjectBound,
 }
 
 /// One raw event as recorded on a JVM thread.

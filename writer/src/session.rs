@@ -220,8 +220,13 @@ impl<W: Write + Seek> Session<W> {
         let state = self.threads.remove(&batch.thread).unwrap_or_default();
         self.current = (batch.thread, state);
         let mut result = Ok(());
-        for record in &batch.records {
-            result = self.record(batch.thread, record);
+        for (i, record) in batch.records.iter().enumerate() {
+            result = if record.kind == RecordKind::MethodEntry && record.arg == PENDING_OBJECT {
+                let bound = bound_receiver(record.key, &batch.records[i + 1..]);
+                self.constructor_entry(batch.thread, record, bound)
+            } else {
+                self.record(batch.thread, record)
+            };
             if result.is_err() {
                 break;
             }
@@ -285,7 +290,7 @@ impl<W: Write + Seek> Session<W> {
                 }),
                 None => Ok(()),
             },
-            RecordKind::None => Ok(()),
+            RecordKind::None | RecordKind::ObjectBound => Ok(()),
         }
     }
 
@@ -316,6 +321,23 @@ impl<W: Write + Seek> Session<W> {
             object,
             line: 0,
         })
+    }
+
+    /// A constructor entered before its receiver could be named: the receiver is the object
+    /// its ObjectBound record (found later in the batch) names, defined here, before use.
+    fn constructor_entry(
+        &mut self,
+        thread: ThreadKey,
+        r: &Record,
+        bound: Option<&Record>,
+    ) -> io::Result<()> {
+        let mut entry = *r;
+        entry.arg = NO_OBJECT;
+        if let Some(b) = bound {
+            self.define_object(b.arg, b.extra as ClassKey, NOT_ARRAY, r.ticks)?;
+            entry.arg = b.arg;
+        }
+        self.method_entry(thread, &entry)
     }
 
     fn method_exit(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
@@ -643,4 +665,20 @@ impl<W: Write + Seek> Session<W> {
             object: r.arg,
         })
     }
+}
+
+/// The ObjectBound record of the constructor entered with `key`, among the records after its
+/// entry: the first one at the same call depth, before the constructor exits.
+fn bound_receiver(key: MethodKey, rest: &[Record]) -> Option<&Record> {
+    let mut depth = 0usize;
+    for r in rest {
+        match r.kind {
+            RecordKind::MethodEntry => depth += 1,
+            RecordKind::MethodExit if depth == 0 => return None,
+            RecordKind::MethodExit => depth -= 1,
+            RecordKind::ObjectBound if depth == 0 && r.key == key => return Some(r),
+            _ => {}
+        }
+    }
+    None
 }

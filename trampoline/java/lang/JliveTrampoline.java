@@ -26,6 +26,12 @@ public final class JliveTrampoline {
     /** Entry of an instance method, with its receiver (objects=on). */
     public static native void enterObject(Object receiver, int key);
 
+        /** Entry of a constructor whose receiver follows once super() returns (objects=on). */
+    public static native void enterConstructor(int key);
+
+    /** The receiver of the constructor whose key is given, right after its super() call. */
+    public static native void constructed(Object self, int key);
+
     /** Exit, normal or by exception, of the method whose key is given. */
     public static native void exit(int key);
 
