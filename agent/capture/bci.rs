@@ -141,19 +141,26 @@ fn current_thread(p: &'static Profiler) -> bool {
     attach_java_thread(p, p.jvmti, std::ptr::null_mut())
 }
 
+/// The running profiler if a burst is open (so that a paused JVM pays no clock read).
+#[inline(always)]
+fn tracing() -> Option<&'static Profiler> {
+    profiler::get().filter(|p| p.hub.is_tracing())
+}
+
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    let ticks = clock::ticks();
     guard(|| {
-        if let Some(p) = profiler::get() {
-            entered(p, ticks, key as u64, NO_OBJECT, || current_thread(p));
+        if let Some(p) = tracing() {
+            entered(p, clock::ticks(), key as u64, NO_OBJECT, || {
+                current_thread(p)
+            });
         }
     });
 }
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
-    let ticks = clock::ticks();
     guard(|| {
-        if let Some(p) = profiler::get() {
+        if let Some(p) = tracing() {
+            let ticks = clock::ticks();
             let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);
             entered(p, ticks, key as u64, object, || current_thread(p));
         }
@@ -161,19 +168,20 @@ extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobj
 }
 
 extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    let ticks = clock::ticks();
     guard(|| {
-        if let Some(p) = profiler::get() {
-            entered(p, ticks, key as u64, PENDING_OBJECT, || current_thread(p));
+        if let Some(p) = tracing() {
+            entered(p, clock::ticks(), key as u64, PENDING_OBJECT, || {
+                current_thread(p)
+            });
         }
     });
 }
 
 /// The receiver of a constructor, once super() has returned (objects=on).
 extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject, key: jint) {
-    let ticks = clock::ticks();
     guard(|| {
-        let Some(p) = profiler::get() else { return };
+        let Some(p) = tracing() else { return };
+        let ticks = clock::ticks();
         let (id, class) = crate::callbacks::object_identity(p, p.jvmti, env, object, ticks);
         if let (Some(class), Some(b)) = (class, p.hub.current()) {
             b.append(
@@ -190,10 +198,9 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
 }
 
 extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    let ticks = clock::ticks();
     guard(|| {
-        if let Some(p) = profiler::get() {
-            exited(p, ticks, key as u64, || current_thread(p));
+        if let Some(p) = tracing() {
+            exited(p, clock::ticks(), key as u64, || current_thread(p));
         }
     });
 }

@@ -40,6 +40,9 @@ impl Hasher for KeyHasher {
 
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
+/// Method keys below this are cached in a vector (bci keys are dense from 0).
+const DENSE_KEYS: u64 = 1 << 22;
+
 /// Highest class ID; 0xFFFF is the reader's null class.
 const MAX_CLASS_ID: u32 = 0xFFFE;
 
@@ -96,6 +99,9 @@ pub struct Session<W: Write + Seek> {
     config: SessionConfig,
     classes: Map<ClassKey, ClassSlot>,
     methods: Map<MethodKey, Option<(u16, u16)>>,
+    /// The same for small keys (capture=bci numbers methods densely from 0): None = unknown,
+    /// Some(None) = not traced.
+    dense: Vec<Option<Option<(u16, u16)>>>,
     threads: Map<ThreadKey, ThreadState>,
     /// The thread whose batch is being written, taken out of `threads` meanwhile.
     current: (ThreadKey, ThreadState),
@@ -117,6 +123,7 @@ impl<W: Write + Seek> Session<W> {
             config,
             classes: Map::default(),
             methods: Map::default(),
+            dense: Vec::new(),
             threads: Map::default(),
             current: (0, ThreadState::default()),
             objects: Vec::new(),
@@ -313,14 +320,8 @@ impl<W: Write + Seek> Session<W> {
         } else {
             NO_OBJECT
         };
-        self.emit(Event::MethodEnter {
-            ticks: r.ticks,
-            thread: id,
-            class,
-            method,
-            object,
-            line: 0,
-        })
+        self.encoder
+            .method_enter(r.ticks, id, class, method, object)
     }
 
     /// A constructor entered before its receiver could be named: the receiver is the object
@@ -354,11 +355,8 @@ impl<W: Write + Seek> Session<W> {
                 break;
             };
             if let (true, Some(id)) = (frame.traced, id) {
-                self.emit(Event::MethodLeave {
-                    ticks: r.ticks,
-                    overhead: u64::from(frame.overhead) + u64::from(r.extra),
-                    thread: id,
-                })?;
+                let overhead = u64::from(frame.overhead) + u64::from(r.extra);
+                self.encoder.method_leave(r.ticks, overhead, id)?;
             }
         }
         Ok(())
@@ -367,8 +365,13 @@ impl<W: Write + Seek> Session<W> {
     /// The class and method IDs of a method, defining its class if needed; None when the
     /// method is unknown, its class excluded or past the class limit.
     fn method(&mut self, key: MethodKey, ticks: u64) -> io::Result<Option<(u16, u16)>> {
-        if let Some(&cached) = self.methods.get(&key) {
+        if let Some(&Some(cached)) = self.dense.get(key as usize) {
             return Ok(cached);
+        }
+        if key >= DENSE_KEYS {
+            if let Some(&cached) = self.methods.get(&key) {
+                return Ok(cached);
+            }
         }
         let resolved = match self.symbols.method(key) {
             None => {
@@ -391,7 +394,15 @@ impl<W: Write + Seek> Session<W> {
                 }
             }
         };
-        self.methods.insert(key, resolved);
+        if key < DENSE_KEYS {
+            let at = key as usize;
+            if self.dense.len() <= at {
+                self.dense.resize(at + 1, None);
+            }
+            self.dense[at] = Some(resolved);
+        } else {
+            self.methods.insert(key, resolved);
+        }
         Ok(resolved)
     }
 

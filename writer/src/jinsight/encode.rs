@@ -54,6 +54,67 @@ impl<W: Write + Seek> Encoder<W> {
         Ok(())
     }
 
+    /// WIDE_METHOD_ENTER without building an [`Event`]: the writer's hottest path.
+    #[inline]
+    pub fn method_enter(
+        &mut self,
+        ticks: u64,
+        thread: u32,
+        class: u16,
+        method: u16,
+        object: u32,
+    ) -> io::Result<()> {
+        let mut b = [0u8; 23];
+        b[0] = WIDE_METHOD_ENTER;
+        match self.endian {
+            Endian::Little => {
+                b[1..9].copy_from_slice(&ticks.to_le_bytes());
+                b[9..13].copy_from_slice(&thread.to_le_bytes());
+                b[13..15].copy_from_slice(&class.to_le_bytes());
+                b[15..17].copy_from_slice(&method.to_le_bytes());
+                b[17..21].copy_from_slice(&object.to_le_bytes());
+            }
+            Endian::Big => {
+                b[1..9].copy_from_slice(&ticks.to_be_bytes());
+                b[9..13].copy_from_slice(&thread.to_be_bytes());
+                b[13..15].copy_from_slice(&class.to_be_bytes());
+                b[15..17].copy_from_slice(&method.to_be_bytes());
+                b[17..21].copy_from_slice(&object.to_be_bytes());
+            }
+        }
+        self.raw(&b)
+    }
+
+    /// METHOD_LEAVE without building an [`Event`].
+    #[inline]
+    pub fn method_leave(&mut self, ticks: u64, overhead: u64, thread: u32) -> io::Result<()> {
+        let mut b = [0u8; 21];
+        b[0] = METHOD_LEAVE;
+        match self.endian {
+            Endian::Little => {
+                b[1..9].copy_from_slice(&ticks.to_le_bytes());
+                b[9..17].copy_from_slice(&overhead.to_le_bytes());
+                b[17..21].copy_from_slice(&thread.to_le_bytes());
+            }
+            Endian::Big => {
+                b[1..9].copy_from_slice(&ticks.to_be_bytes());
+                b[9..17].copy_from_slice(&overhead.to_be_bytes());
+                b[17..21].copy_from_slice(&thread.to_be_bytes());
+            }
+        }
+        self.raw(&b)
+    }
+
+    #[inline]
+    fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        self.events += 1;
+        if self.buf.len() >= CHUNK {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
     /// Hands buffered bytes to the underlying writer and flushes it.
     pub fn flush(&mut self) -> io::Result<()> {
         self.drain()?;
