@@ -86,7 +86,9 @@ pub fn run<W: Write + Seek>(
     let mut last_flush = Instant::now();
     let mut dirty = false;
     loop {
-        let wait = FLUSH_INTERVAL.saturating_sub(last_flush.elapsed());
+                // With nothing unflushed there is no deadline: wait for the next message (a whole
+        // interval at a time, so that a lost sender is still noticed).
+        let wait = if dirty { FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()) } else { FLUSH_INTERVAL };
         match messages.recv_timeout(wait) {
             Ok(Message::Batch(mut batch)) => {
                 dirty = true;
