@@ -57,7 +57,15 @@ struct Refs {
 
 /// Instruments every method of a class; method `i` gets key `base + i`.
 pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
+    instrument_with(class, |_| Some(base), weave).map(|(o, _)| o)
+}
+
+/// Like [`instrument`], with the first key asked of `reserve(number of methods)`; returns it.
+pub fn instrument_with(class: &[u8], reserve: impl FnOnce(u32) -> Option<u32>, weave: Weave) -> Result<(Outcome, u32)> {
     let mut cf = ClassFile::parse(class)?;
+    let Some(base) = reserve(cf.methods.len() as u32) else {
+        return err("no method keys left");
+    };
     let name = cf.name()?.to_string();
     let refs = Refs {
         enter: cf.pool.add_method_ref(TRAMPOLINE, "enter", "(I)V")?,
@@ -118,9 +126,9 @@ pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
             Err(e) => out.skipped.push((mname, e.0)),
         }
     }
-    cf.methods = methods;
+        cf.methods = methods;
     out.bytes = cf.write();
-    Ok(out)
+    Ok((out, base))
 }
 
 struct MethodInfo {

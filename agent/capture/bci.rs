@@ -301,18 +301,13 @@ struct Transformed {
 
 /// Rewrites one class; None leaves it as it was (counted).
 fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
-    let started = std::time::Instant::now();
-    let methods = method_count(bytes)?;
-    let Some(base) = p.registry.reserve_bci(methods) else {
-        p.bci.failed_classes.fetch_add(1, Ordering::Relaxed);
-        return None;
-    };
-    let result = rewrite::instrument(bytes, base, weave(p));
+        let started = std::time::Instant::now();
+    let result = rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave(p));
     p.bci
         .nanos
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     match result {
-        Ok(out) => {
+                Ok((out, base)) => {
             p.bci.classes.fetch_add(1, Ordering::Relaxed);
             p.bci
                 .methods
@@ -326,11 +321,7 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
             for (method, why) in &out.skipped {
                 log::info(&format!("not instrumented: {}.{}: {}", name, method, why));
             }
-            Some(Transformed {
-                bytes: out.bytes,
-                base,
-                methods,
-            })
+                        Some(Transformed { bytes: out.bytes, base, methods: out.methods })
         }
         Err(e) => {
             p.bci.failed_classes.fetch_add(1, Ordering::Relaxed);
@@ -340,12 +331,7 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
     }
 }
 
-/// The number of methods of a class file (parsed again by the rewriter; cheap).
-fn method_count(bytes: &[u8]) -> Option<u32> {
-    crate::bci::classfile::ClassFile::parse(bytes)
-        .ok()
-        .map(|c| c.methods.len() as u32)
-}
+
 
 /// ClassPrepare: ties the keys given at load time to the registered class.
 pub fn link_prepared(
