@@ -120,7 +120,12 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         return Err("libjlive.so is loaded twice; give it once".into());
     }
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
-    let caps = add_capabilities(jvmti, &options)?;
+    let mut caps = add_capabilities(jvmti, &options)?;
+    if caps.has(cap::SET_NATIVE_METHOD_PREFIX)
+        && jvmti.set_native_method_prefix(c"$$jlive$$").is_err()
+    {
+        caps = caps.without(cap::SET_NATIVE_METHOD_PREFIX);
+    }
     if caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS) {
         // Now, before any Java thread exists: each thread's sampler starts at "every
         // allocation" instead of a first sample after 512 KiB. No cost until enabled.
@@ -261,6 +266,9 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
             ));
         }
         wanted.set(bit);
+    }
+    if o.capture == Capture::Bci && potential.has(cap::SET_NATIVE_METHOD_PREFIX) {
+        wanted.set(cap::SET_NATIVE_METHOD_PREFIX);
     }
     for optional in [
         cap::GET_SOURCE_FILE_NAME,

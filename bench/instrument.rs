@@ -24,7 +24,14 @@ fn main() {
     for d in std::env::args().skip(1) {
         walk(Path::new(&d), &mut classes);
     }
-    for weave in [Weave::default(), Weave { objects: true, alloc: true }] {
+    for weave in [
+        Weave::default(),
+        Weave {
+            objects: true,
+            alloc: true,
+            wrap_natives: true,
+        },
+    ] {
         let (mut methods, mut skipped, mut failed, mut bytes) = (0u64, 0u64, 0u64, 0usize);
         let start = Instant::now();
         for c in &classes {

@@ -86,6 +86,25 @@ fn ctl(socket: &Path, command: &str) -> String {
 
 #[test]
 fn tomcat_serves_wrk_while_a_burst_is_taken() {
+    tomcat_burst("capture=events", "");
+}
+
+/// The same under capture=bci, every class verified by HotSpot as it loads.
+#[test]
+fn tomcat_serves_with_every_class_instrumented_and_verified() {
+    let output = tomcat_burst(
+        "capture=bci",
+        "-XX:+UnlockDiagnosticVMOptions -XX:+BytecodeVerificationLocal -XX:+BytecodeVerificationRemote",
+    );
+    assert!(!output.contains("VerifyError"), "{}", output);
+}
+
+/// Tomcat with the drop-in (`capture` added to its options, `java_opts` in JAVA_OPTS), wrk for
+/// 10 s, a 2 s burst; returns what Tomcat printed.
+fn tomcat_burst(capture: &str, java_opts: &str) -> String {
+    // One Tomcat and one wrk at a time: two of each would share the machine's two cores.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         Path::new(CATALINA_HOME).join("bin/catalina.sh").is_file(),
         "Debian's tomcat10 is missing: apt-get install -y tomcat10"
@@ -103,11 +122,15 @@ fn tomcat_serves_wrk_while_a_burst_is_taken() {
         .port();
     let base = tomcat_base(&dir, port);
     let socket = dir.join("tomcat.sock");
+    let log = dir.join("jlive.log");
     let options = format!(
-        "start=paused,control={},file={}/logs/jlive-%p-%n.trc",
+        "{},start=paused,control={},file={}/logs/jlive-%p-%n.trc,log={}",
+        capture,
         socket.display(),
-        base.display()
+        base.display(),
+        log.display()
     );
+    let console = dir.join("console.txt");
     let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
         .arg("run")
         .env("CATALINA_HOME", CATALINA_HOME)
@@ -115,8 +138,9 @@ fn tomcat_serves_wrk_while_a_burst_is_taken() {
         .env("JAVA_HOME", &jdk.home)
         .env("JLIVE_LIB", agent())
         .env("JLIVE_OPTIONS", &options)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .env("JAVA_OPTS", java_opts)
+        .stdout(std::fs::File::create(&console).unwrap())
+        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
         .spawn()
         .expect("start catalina.sh run");
     wait_for_port(port, &mut tomcat);
@@ -189,9 +213,17 @@ fn tomcat_serves_wrk_while_a_burst_is_taken() {
         "request processing on several threads: {:?}",
         threads
     );
+    let summary = std::fs::read_to_string(&log).unwrap_or_default();
+    let instrumented = summary
+        .lines()
+        .find(|l| l.contains("capture=bci"))
+        .unwrap_or("");
     println!(
-        "wrk:\n{}\nrequest threads in the burst: {:?}",
-        report, threads
+        "{}: wrk:\n{}\nrequest threads in the burst: {:?}\n{}",
+        capture, report, threads, instrumented
     );
+    let output = std::fs::read_to_string(&console).unwrap_or_default()
+        + &std::fs::read_to_string(dir.join("console-err.txt")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    output
 }

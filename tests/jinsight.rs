@@ -12,7 +12,18 @@ macro_rules! capture_tests {
     ($capture:expr) => {
         use super::*;
 
-        const CAPTURE: &str = $capture;
+                const CAPTURE: &str = $capture;
+
+        #[test]
+        fn native_methods_are_traced() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Natives"]);
+                assert!(run.stderr.is_empty(), "{}: {}", jdk.name, run.stderr);
+                // Adler32.update(int) 1000 times, each calling the native update(int, int).
+                assert_eq!(total(&calls(&trace), "java/util/zip/Adler32.update"), (2000, 2000), "{}", jdk.name);
+            }
+        }
+
 
 #[test]
 fn fib20_enters_and_leaves_21891_times_on_main() {

@@ -241,6 +241,11 @@ impl ConstantPool {
         let class = self.add_class(owner)?;
         let n = self.add_utf8(name)?;
         let d = self.add_utf8(desc)?;
+        self.add_method_ref_in(class, n, d)
+    }
+
+    /// A Methodref from a Class constant and Utf8 name and descriptor constants.
+    pub fn add_method_ref_in(&mut self, class: u16, n: u16, d: u16) -> Result<u16> {
         let mut nat = n.to_be_bytes().to_vec();
         nat.extend_from_slice(&d.to_be_bytes());
         let nat = self.add_other(12, nat)?;

@@ -13,6 +13,10 @@
 //! after. Branch targets, switch padding, the exception table, LineNumberTable,
 //! LocalVariable(Type)Table and StackMapTable (rewritten as full frames) are carried over.
 //! A method that would outgrow the 64 KiB code limit (or a 16-bit branch) is left as it was.
+//!
+//! Native methods (in classes seen at first load, where new methods may be added) are
+//! renamed `$$jlive$$name` — JVMTI SetNativeMethodPrefix makes the JVM still bind them — and
+//! a wrapper with the original name, flags and index calls them between entry and exit.
 
 use super::classfile::{err, put_u2, ClassFile, Code, ConstantPool, Handler, Reader, Result};
 use super::code::{self, analyze, decode, Analysis, Insn};
@@ -21,8 +25,16 @@ use super::stackmap::{self, Frame, VType};
 /// The class that holds the trampolines; in java.lang so that every module can read it.
 pub const TRAMPOLINE: &str = "java/lang/JliveTrampoline";
 
+const ACC_PUBLIC: u16 = 0x0001;
+const ACC_PRIVATE: u16 = 0x0002;
+const ACC_PROTECTED: u16 = 0x0004;
 const ACC_STATIC: u16 = 0x0008;
+const ACC_SYNCHRONIZED: u16 = 0x0020;
 const ACC_NATIVE: u16 = 0x0100;
+const ACC_SYNTHETIC: u16 = 0x1000;
+
+/// The prefix of renamed native methods (given to JVMTI SetNativeMethodPrefix).
+pub const NATIVE_PREFIX: &str = "$$jlive$$";
 
 /// What to weave in besides entries and exits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,6 +43,8 @@ pub struct Weave {
     pub objects: bool,
     /// Allocation sites.
     pub alloc: bool,
+    /// Wrap native methods (only when the class is loaded for the first time).
+    pub wrap_natives: bool,
 }
 
 /// The result for one class.
@@ -61,9 +75,18 @@ pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
 }
 
 /// Like [`instrument`], with the first key asked of `reserve(number of methods)`; returns it.
-pub fn instrument_with(class: &[u8], reserve: impl FnOnce(u32) -> Option<u32>, weave: Weave) -> Result<(Outcome, u32)> {
+pub fn instrument_with(
+    class: &[u8],
+    reserve: impl FnOnce(u32) -> Option<u32>,
+    weave: Weave,
+) -> Result<(Outcome, u32)> {
     let mut cf = ClassFile::parse(class)?;
-    let Some(base) = reserve(cf.methods.len() as u32) else {
+    let natives = cf
+        .methods
+        .iter()
+        .filter(|m| m.access & ACC_NATIVE != 0)
+        .count() as u32;
+    let Some(base) = reserve(cf.methods.len() as u32 + natives) else {
         return err("no method keys left");
     };
     let name = cf.name()?.to_string();
@@ -97,6 +120,8 @@ pub fn instrument_with(class: &[u8], reserve: impl FnOnce(u32) -> Option<u32>, w
         ..Outcome::default()
     };
     let mut methods = std::mem::take(&mut cf.methods);
+    let mut renamed = Vec::new();
+
     for (index, m) in methods.iter_mut().enumerate() {
         let key = base + index as u32;
         let mname = format!("{}{}", cf.pool.utf8(m.name)?, cf.pool.utf8(m.descriptor)?);
@@ -105,8 +130,37 @@ pub fn instrument_with(class: &[u8], reserve: impl FnOnce(u32) -> Option<u32>, w
             .iter()
             .position(|a| cf.pool.utf8(a.name) == Ok("Code"))
         else {
-            if m.access & ACC_NATIVE != 0 {
+            if m.access & ACC_NATIVE == 0 {
+                continue; // abstract
+            }
+            // Annotated natives stay as they are: a caller-sensitive one must keep its
+            // caller's frame next to it, and an intrinsic candidate must stay native (HotSpot
+            // warns about an @IntrinsicCandidate method it has no intrinsic for).
+            let annotated = m
+                .attributes
+                .iter()
+                .any(|a| cf.pool.utf8(a.name) == Ok("RuntimeVisibleAnnotations"));
+            if !weave.wrap_natives || annotated {
                 out.native += 1;
+                continue;
+            }
+            match wrap_native(
+                &mut cf.pool,
+                cf.this_class,
+                m,
+                key,
+                &refs,
+                weave,
+                stack_map_name,
+            ) {
+                Ok(native) => {
+                    renamed.push(native);
+                    out.instrumented += 1;
+                }
+                Err(e) => {
+                    out.native += 1;
+                    out.skipped.push((mname, e.0));
+                }
             }
             continue;
         };
@@ -126,9 +180,127 @@ pub fn instrument_with(class: &[u8], reserve: impl FnOnce(u32) -> Option<u32>, w
             Err(e) => out.skipped.push((mname, e.0)),
         }
     }
-        cf.methods = methods;
+    methods.extend(renamed);
+    out.methods = methods.len() as u32;
+    cf.methods = methods;
     out.bytes = cf.write();
     Ok((out, base))
+}
+
+/// Turns native method `m` into a wrapper and returns the renamed native to append.
+fn wrap_native(
+    pool: &mut ConstantPool,
+    this_class: u16,
+    m: &mut super::classfile::Member,
+    key: u32,
+    refs: &Refs,
+    weave: Weave,
+    stack_map_name: Option<u16>,
+) -> Result<super::classfile::Member> {
+    let name = pool.utf8(m.name)?.to_string();
+    let desc = pool.utf8(m.descriptor)?.to_string();
+    let is_static = m.access & ACC_STATIC != 0;
+    let target_name = pool.add_utf8(&format!("{}{}", NATIVE_PREFIX, name))?;
+    let target = pool.add_method_ref_in(this_class, target_name, m.descriptor)?;
+    let push = key_push(pool, key)?;
+    let mut code = Vec::new();
+    if weave.objects && !is_static {
+        code.push(code::ALOAD_0);
+        code.extend_from_slice(&push);
+        code.extend_from_slice(&call(refs.enter_object));
+    } else {
+        code.extend_from_slice(&push);
+        code.extend_from_slice(&call(refs.enter));
+    }
+    let begin = code.len();
+    let mut slot: usize = 0;
+    if !is_static {
+        code.push(code::ALOAD_0);
+        slot = 1;
+    }
+    let b = desc.as_bytes();
+    let mut i = 1;
+    while b[i] != b')' {
+        let (load, size) = match b[i] {
+            b'J' => (22u8, 2),
+            b'F' => (23, 1),
+            b'D' => (24, 2),
+            b'L' | b'[' => (25, 1),
+            _ => (21, 1),
+        };
+        while b[i] == b'[' {
+            i += 1;
+        }
+        if b[i] == b'L' {
+            i += b[i..].iter().position(|&c| c == b';').unwrap_or(0);
+        }
+        i += 1;
+        if slot <= 0xFF {
+            code.extend_from_slice(&[load, slot as u8]);
+        } else {
+            code.extend_from_slice(&[code::WIDE, load, (slot >> 8) as u8, slot as u8]);
+        }
+        slot += size;
+    }
+    let invoke = if is_static {
+        code::INVOKESTATIC
+    } else {
+        code::INVOKESPECIAL
+    };
+    code.extend_from_slice(&[invoke, (target >> 8) as u8, target as u8]);
+    let end = code.len();
+    code.extend_from_slice(&push);
+    code.extend_from_slice(&call(refs.exit));
+    code.push(match b.get(i + 1) {
+        Some(b'V') => code::RETURN,
+        Some(b'J') => 173,
+        Some(b'F') => 174,
+        Some(b'D') => 175,
+        Some(b'L' | b'[') => 176,
+        _ => code::IRETURN,
+    });
+    let handler = code.len();
+    code.extend_from_slice(&push);
+    code.extend_from_slice(&call(refs.exit));
+    code.push(code::ATHROW);
+    let (args, ret) = super::classfile::descriptor_slots(&desc)?;
+    let mut attributes = Vec::new();
+    if let Some(smt) = stack_map_name {
+        let frame = Frame {
+            offset: handler,
+            locals: Vec::new(),
+            stack: vec![VType::Object(refs.throwable)],
+        };
+        attributes.push(super::classfile::Attribute {
+            name: smt,
+            data: stackmap::encode(&[frame])?,
+        });
+    }
+    let body = Code {
+        max_stack: (args + 1).max(ret + 1).max(2) as u16 + 1,
+        max_locals: slot as u16,
+        code,
+        handlers: vec![Handler {
+            start: begin as u16,
+            end: end as u16,
+            handler: handler as u16,
+            catch_type: 0,
+        }],
+        attributes,
+    };
+    let code_name = pool.add_utf8("Code")?;
+    let native = super::classfile::Member {
+        access: (m.access & !(ACC_PUBLIC | ACC_PROTECTED)) | ACC_PRIVATE | ACC_SYNTHETIC,
+        name: target_name,
+        descriptor: m.descriptor,
+        attributes: Vec::new(),
+    };
+    m.access &= !(ACC_NATIVE | ACC_SYNCHRONIZED);
+    m.attributes.push(super::classfile::Attribute {
+        name: code_name,
+        data: body.write(),
+    });
+    Ok(native)
 }
 
 struct MethodInfo {

@@ -73,10 +73,11 @@ fn excluded(name: &str) -> bool {
         || name.starts_with("sun/invoke/")
 }
 
-fn weave(p: &Profiler) -> Weave {
+fn weave(p: &Profiler, first_load: bool) -> Weave {
     Weave {
         objects: p.options.objects,
         alloc: p.options.alloc,
+        wrap_natives: first_load && p.caps.has(crate::ffi::jvmti::cap::SET_NATIVE_METHOD_PREFIX),
     }
 }
 
@@ -265,7 +266,7 @@ pub unsafe extern "C" fn class_file_load_hook(
         // SAFETY: the JVM passes `length` bytes of class file at `data` for this callback.
         let bytes = unsafe { std::slice::from_raw_parts(data, length as usize) };
         let jvmti = Jvmti::from_raw(env);
-        let Some(out) = transform(p, &name, bytes) else {
+        let Some(out) = transform(p, &name, bytes, redefined.is_null()) else {
             return;
         };
         let Ok(copy) = jvmti.allocate_copy(&out.bytes) else {
@@ -300,14 +301,15 @@ struct Transformed {
 }
 
 /// Rewrites one class; None leaves it as it was (counted).
-fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
-        let started = std::time::Instant::now();
-    let result = rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave(p));
+fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option<Transformed> {
+    let started = std::time::Instant::now();
+    let result =
+        rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave(p, first_load));
     p.bci
         .nanos
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     match result {
-                Ok((out, base)) => {
+        Ok((out, base)) => {
             p.bci.classes.fetch_add(1, Ordering::Relaxed);
             p.bci
                 .methods
@@ -321,7 +323,11 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
             for (method, why) in &out.skipped {
                 log::info(&format!("not instrumented: {}.{}: {}", name, method, why));
             }
-                        Some(Transformed { bytes: out.bytes, base, methods: out.methods })
+            Some(Transformed {
+                bytes: out.bytes,
+                base,
+                methods: out.methods,
+            })
         }
         Err(e) => {
             p.bci.failed_classes.fetch_add(1, Ordering::Relaxed);
@@ -330,8 +336,6 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Transformed> {
         }
     }
 }
-
-
 
 /// ClassPrepare: ties the keys given at load time to the registered class.
 pub fn link_prepared(

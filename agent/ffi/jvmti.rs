@@ -73,6 +73,10 @@ impl Capabilities {
     pub fn has(&self, bit: u32) -> bool {
         self.0[(bit / 32) as usize] & (1 << (bit % 32)) != 0
     }
+    pub fn without(mut self, bit: u32) -> Capabilities {
+        self.0[(bit / 32) as usize] &= !(1 << (bit % 32));
+        self
+    }
 }
 
 pub type SampledObjectAllocFn =
@@ -246,6 +250,11 @@ impl Jvmti {
         // SAFETY: Allocate returned a block of bytes.len() bytes that nothing else uses yet.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
         Ok(p)
+    }
+
+    /// The prefix with which renamed native methods are still bound.
+    pub fn set_native_method_prefix(&self, prefix: &std::ffi::CStr) -> Result<()> {
+        call!(self, 73, (*const c_char), prefix.as_ptr())
     }
 
     pub fn is_modifiable_class(&self, class: jclass) -> bool {

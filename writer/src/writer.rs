@@ -86,9 +86,13 @@ pub fn run<W: Write + Seek>(
     let mut last_flush = Instant::now();
     let mut dirty = false;
     loop {
-                // With nothing unflushed there is no deadline: wait for the next message (a whole
+        // With nothing unflushed there is no deadline: wait for the next message (a whole
         // interval at a time, so that a lost sender is still noticed).
-        let wait = if dirty { FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()) } else { FLUSH_INTERVAL };
+        let wait = if dirty {
+            FLUSH_INTERVAL.saturating_sub(last_flush.elapsed())
+        } else {
+            FLUSH_INTERVAL
+        };
         match messages.recv_timeout(wait) {
             Ok(Message::Batch(mut batch)) => {
                 dirty = true;

@@ -402,7 +402,11 @@ fn a_class_defined_before_it_was_prepared_is_defined_again_complete() {
 #[test]
 fn an_idle_writer_sleeps() {
     use jlive_writer::writer::{run, WriterStats};
-    let enc = Encoder::new(Cursor::new(Vec::new()), &header(jinsight::PLATFORM_LINUX_X86)).unwrap();
+    let enc = Encoder::new(
+        Cursor::new(Vec::new()),
+        &header(jinsight::PLATFORM_LINUX_X86),
+    )
+    .unwrap();
     let session = Session::new(enc, Arc::new(Fixture), SessionConfig::default());
     let (tx, rx) = crossbeam_channel::bounded(4);
     let (pool, _pool_rx) = crossbeam_channel::bounded(4);
@@ -417,18 +421,31 @@ fn an_idle_writer_sleeps() {
     tx.send(Message::BurstBegin { ticks: 1 }).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(600));
     let (done, summary) = crossbeam_channel::bounded(1);
-    tx.send(Message::Close { ticks_per_microsecond: None, done }).unwrap();
+    tx.send(Message::Close {
+        ticks_per_microsecond: None,
+        done,
+    })
+    .unwrap();
     summary.recv().unwrap();
     let busy = writer.join().unwrap();
     let _ = cpu_before;
     // 600 ms idle: the writer must have slept through nearly all of it.
-    assert!(busy < 0.1, "the idle writer used {:.3} s of CPU in 0.6 s", busy);
+    assert!(
+        busy < 0.1,
+        "the idle writer used {:.3} s of CPU in 0.6 s",
+        busy
+    );
 }
 
 /// CPU seconds used by the calling thread.
 fn thread_cpu_time() -> f64 {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
 }

@@ -1,0 +1,219 @@
+//! capture=bci on real programs no one here wrote, with HotSpot verifying every class
+//! (-XX:+BytecodeVerificationLocal -XX:+BytecodeVerificationRemote): no VerifyError, the
+//! same output as without jlive, a trace that checks, and the numbers of classes and methods
+//! instrumented reported.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+const VERIFY: [&str; 3] = [
+    "-XX:+UnlockDiagnosticVMOptions",
+    "-XX:+BytecodeVerificationLocal",
+    "-XX:+BytecodeVerificationRemote",
+];
+
+/// Runs `args` plain and under capture=bci with verification; returns the log's summary.
+fn verified(name: &str, args: &[&str]) -> (u64, u64) {
+    let jdk = &jdks()[0];
+    let dir = scratch(name);
+    let file = dir.join("t.trc");
+    let log = dir.join("jlive.log");
+    let plain = {
+        let mut c = Command::new(jdk.java());
+        c.args(VERIFY).args(args).current_dir(&dir);
+        run(c)
+    };
+    assert_eq!(
+        plain.code,
+        Some(0),
+        "{} without jlive: {}",
+        name,
+        plain.stderr
+    );
+    let traced = {
+        let mut c = Command::new(jdk.java());
+        c.args(VERIFY)
+            .arg(format!(
+                "-agentpath:{}=capture=bci,file={},log={}",
+                agent().display(),
+                file.display(),
+                log.display()
+            ))
+            .args(args)
+            .current_dir(&dir);
+        run(c)
+    };
+    for text in [&traced.stdout, &traced.stderr] {
+        assert!(
+            !text.contains("VerifyError") && !text.contains("Exception"),
+            "{}: {}",
+            name,
+            text
+        );
+    }
+    assert_eq!(traced.code, Some(0), "{}: {}", name, traced.stderr);
+    assert_eq!(
+        traced.stdout, plain.stdout,
+        "{}: output changed under capture=bci",
+        name
+    );
+    assert_eq!(
+        traced.stderr, plain.stderr,
+        "{}: stderr changed under capture=bci",
+        name
+    );
+    let trace = read_trace(&file);
+    assert!(
+        trace.events.len() > 10_000,
+        "{}: {} events",
+        name,
+        trace.events.len()
+    );
+    let summary = std::fs::read_to_string(&log).unwrap();
+    let line = summary
+        .lines()
+        .find(|l| l.contains("capture=bci: instrumented"))
+        .expect("bci summary");
+    println!("{}: {}", name, line);
+    let number = |after: &str| -> u64 {
+        let at = line.find(after).unwrap() + after.len();
+        line[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_end_matches(',')
+            .parse()
+            .unwrap()
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    (number("instrumented "), number("classes, "))
+}
+
+#[test]
+fn javac_compiles_with_every_class_instrumented_and_verified() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/Demo.java");
+    let out = scratch("javac-out");
+    let (classes, methods) = verified(
+        "javac",
+        &[
+            "-m",
+            "jdk.compiler/com.sun.tools.javac.Main",
+            "--release",
+            "8",
+            "-d",
+            out.to_str().unwrap(),
+            source.to_str().unwrap(),
+        ],
+    );
+    assert!(out.join("Demo.class").is_file());
+    assert!(
+        classes > 1000 && methods > 10_000,
+        "{} classes, {} methods",
+        classes,
+        methods
+    );
+}
+
+#[test]
+fn h2_runs_its_script_with_every_class_instrumented_and_verified() {
+    let jar = "/usr/share/java/h2.jar";
+    assert!(
+        Path::new(jar).is_file(),
+        "Debian's h2 is missing: apt-get install -y libh2-java"
+    );
+    let dir = scratch("h2-script");
+    let script = dir.join("s.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
+         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 2000);\n\
+         CREATE INDEX item_price ON item(price);\n\
+         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
+    )
+    .unwrap();
+    let (classes, methods) = verified(
+        "h2",
+        &[
+            "-cp",
+            jar,
+            "org.h2.tools.RunScript",
+            "-url",
+            "jdbc:h2:mem:v",
+            "-showResults",
+            "-script",
+            script.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        classes > 500 && methods > 5_000,
+        "{} classes, {} methods",
+        classes,
+        methods
+    );
+}
+
+#[test]
+fn xalan_transforms_with_every_class_instrumented_and_verified() {
+    let jars = [
+        "/usr/share/java/xalan2.jar",
+        "/usr/share/java/serializer.jar",
+    ];
+    for j in jars {
+        assert!(
+            Path::new(j).is_file(),
+            "Debian's xalan is missing: apt-get install -y libxalan2-java"
+        );
+    }
+    let dir = scratch("xalan-in");
+    let mut xml = String::from("<?xml version=\"1.0\"?>\n<orders>\n");
+    for id in 1..=200 {
+        xml.push_str(&format!(
+            "  <order id=\"{}\"><item qty=\"{}\" price=\"{}.25\"/><item qty=\"1\" price=\"3.50\"/></order>\n",
+            id,
+            id % 7 + 1,
+            id % 13
+        ));
+    }
+    xml.push_str("</orders>\n");
+    std::fs::write(dir.join("in.xml"), xml).unwrap();
+    std::fs::write(
+        dir.join("t.xsl"),
+        r#"<?xml version="1.0"?>
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text"/>
+  <xsl:template match="/">
+    <xsl:for-each select="orders/order">
+      <xsl:sort select="@id" data-type="number" order="descending"/>
+      <xsl:value-of select="@id"/>: <xsl:value-of select="sum(item/@qty)"/> items, <xsl:value-of select="format-number(sum(item/@price), '0.00')"/>
+      <xsl:text>&#10;</xsl:text>
+    </xsl:for-each>
+  </xsl:template>
+</xsl:stylesheet>
+"#,
+    )
+    .unwrap();
+    let cp = jars.join(":");
+    let input = dir.join("in.xml");
+    let xsl = dir.join("t.xsl");
+    let (classes, methods) = verified(
+        "xalan",
+        &[
+            "-cp",
+            &cp,
+            "org.apache.xalan.xslt.Process",
+            "-IN",
+            input.to_str().unwrap(),
+            "-XSL",
+            xsl.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        classes > 500 && methods > 5_000,
+        "{} classes, {} methods",
+        classes,
+        methods
+    );
+}
