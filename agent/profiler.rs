@@ -22,7 +22,7 @@ use jlive_writer::session::{Session, SessionConfig};
 use jlive_writer::writer::{self, Summary, WriterStats};
 use parking_lot::Mutex;
 use std::fs::File;
-use std::io::BufWriter;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -33,7 +33,8 @@ const CHANNEL_BATCHES: usize = 64;
 /// How long VM death waits for the writer to finish the file.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub type TraceFile = BufWriter<File>;
+/// The encoder gathers its own chunks: a BufWriter behind it would only copy them again.
+pub type TraceFile = File;
 
 pub struct Profiler {
     pub options: Options,
@@ -95,10 +96,7 @@ fn open_session(
     symbols: Arc<dyn Symbols>,
 ) -> std::io::Result<Session<TraceFile>> {
     let file = File::create(path)?;
-    let encoder = Encoder::new(
-        BufWriter::with_capacity(1 << 20, file),
-        &header(options, rate, start_epoch),
-    )?;
+    let encoder = Encoder::new(file, &header(options, rate, start_epoch))?;
     let config = SessionConfig {
         filter: ClassFilter::new(&options.include, &options.exclude),
         entries_only: options.methods == Methods::Entry,

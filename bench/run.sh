@@ -1,75 +1,128 @@
 #!/usr/bin/env bash
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
-# DESIGN.md. Not a test: it asserts nothing, it reports.
+# DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh            # CallBench (5 runs each, median), writer throughput, h2
+#   bench/run.sh                  # everything (about 10 minutes on 2 cores)
+#   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #
-# Needs: a JDK 17, gcc, and for the h2 row Debian's libh2-java (installed if apt-get can).
+# Needs a JDK 17, gcc, bc; JDK 25 (for the JFR row) when installed; Debian's libh2-java and
+# libxalan2-java for the application rows (installed when apt-get can).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+JDK25=${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}
 java=$JAVA_HOME/bin/java
 runs=${RUNS:-5}
-iterations=${ITERATIONS:-1000000}
+iterations=${ITERATIONS:-3000000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cargo build --release -q --workspace
+cargo build --release -q --example instrument
 lib=$PWD/target/release/libjlive.so
 "$JAVA_HOME/bin/javac" -d "$work" bench/CallBench.java
 gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
     -o "$work/libempty.so" bench/empty_agent.c
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 
-callbench() { # agent-args...
+callbench() { # JAVA ITERATIONS agent-args...
+    local j=$1 n=$2
+    shift 2
     for _ in $(seq "$runs"); do
-        "$java" "$@" -cp "$work" CallBench "$iterations" 50000 | sed 's/ns_per_iteration=//'
+        "$j" "$@" -cp "$work" CallBench "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
+        rm -f "$work"/cb.trc "$work"/cb.jfr
     done | median
 }
 
-echo "CallBench: loop -> mid -> leaf, 3 traced calls per iteration; median of $runs runs"
-echo "JDK: $("$java" -version 2>&1 | head -1); $(nproc) cores"
-printf '%-44s %12s %12s %10s\n' setup "ns/iter" "ns/call" "vs empty"
-none=$(callbench)
-empty=$(callbench -agentpath:"$work/libempty.so")
-events=$(callbench -agentpath:"$lib=capture=events,file=$work/cb.trc")
-row() { printf '%-44s %12.1f %12.1f %10s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$3"; }
-row "no agent" "$none" "-"
-row "JVMTI empty callbacks (measured here)" "$empty" "1.00"
-row "jlive capture=events, trace to file" "$events" "$(printf '%.2f' "$(echo "$events / $empty" | bc -l)")"
-echo "anchors (DESIGN.md, same kind of machine): empty callbacks 1012 ns/iter,"
-echo "  published C JinsightLive agent 1380 ns/iter (1.36x empty), JFR method-trace 1611"
-echo "jlive / C agent, scaled by the empty-callback floor: $(printf '%.2f' "$(echo "($events / $empty) / (1380 / 1012)" | bc -l)")"
+echo "== CallBench: loop -> mid -> leaf, 3 traced calls per iteration, trace written to a file"
+echo "   median of $runs runs; $("$java" -version 2>&1 | head -1); $(nproc) cores"
+none=$(callbench "$java" "$iterations")
+empty=$(callbench "$java" 1000000 -agentpath:"$work/libempty.so")
+events=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc")
+bci=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
+paused=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc")
+jfr=""
+if [ -x "$JDK25/bin/java" ]; then
+    jfr=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr")
+fi
+printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
+row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
+row "no agent" "$none"
+row "JVMTI empty MethodEntry/Exit callbacks" "$empty"
+row "jlive capture=events" "$events"
+row "jlive capture=bci" "$bci"
+row "jlive capture=bci, paused (trampolines only)" "$paused"
+[ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
+echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
+echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
 echo
 
-cargo run --release -q -p jlive-writer --example throughput -- 50000000 "$work/throughput.trc"
-echo
-
+echo "== rewriter: cost per class, without a JVM (Debian's h2.jar, unpacked)"
 jar=/usr/share/java/h2.jar
-if [ ! -f "$jar" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -qq libh2-java >/dev/null 2>&1 || true
+if [ "${APPS:-1}" != 0 ] && [ ! -f "$jar" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq libh2-java libxalan2-java >/dev/null 2>&1 || true
 fi
 if [ -f "$jar" ]; then
-    cat > "$work/h2.sql" <<'SQL'
+    (cd "$work" && mkdir -p h2c && cd h2c && unzip -q -o "$jar")
+    target/release/examples/instrument "$work/h2c" 2>/dev/null
+fi
+echo
+
+echo "== writer throughput (synthetic entries and exits, 4 threads)"
+target/release/examples/throughput 50000000 "$work/throughput.trc"
+echo
+
+[ "${APPS:-1}" = 0 ] && exit 0
+
+wall() { # label agent-args... -- command...
+    local label=$1
+    shift
+    for _ in 1 2 3; do
+        local s
+        s=$(date +%s.%N)
+        "$@" >/dev/null 2>&1
+        echo "$(date +%s.%N) - $s" | bc -l
+        rm -f "$work"/app.trc
+    done | median
+}
+app() { # name command... (the java command's arguments after the agent slot)
+    local name=$1
+    shift
+    local plain traced_events traced_bci
+    plain=$(wall plain "$java" "$@")
+    traced_events=$(wall events "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")
+    traced_bci=$(wall bci "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")
+    printf '%-34s %8.2f s %8.2f s (%4sx) %8.2f s (%4sx)\n' "$name" "$plain" "$traced_events" \
+        "$(ratio "$traced_events" "$plain")" "$traced_bci" "$(ratio "$traced_bci" "$plain")"
+}
+
+echo "== real programs, every method traced, median of 3 (wall time)"
+printf '%-34s %10s %18s %18s\n' program "no agent" "capture=events" "capture=bci"
+mkdir -p "$work/javac-out"
+app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
+cat > "$work/h2.sql" <<'SQL'
 CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);
 INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 20000);
 CREATE INDEX item_price ON item(price);
 SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;
 SQL
-    h2() { # agent-args...
-        for _ in 1 2 3; do
-            s=$(date +%s.%N)
-            "$java" "$@" -cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql" >/dev/null
-            echo "$(date +%s.%N) - $s" | bc -l
-            rm -f "$work/h2.trc"
-        done | median
-    }
-    plain=$(h2)
-    traced=$(h2 -agentpath:"$lib=capture=events,file=$work/h2.trc")
-    printf 'h2 SQL script (20,000-row insert, index, query), median of 3:\n'
-    printf '  no agent %.2f s, jlive capture=events %.2f s = %.1fx (anchor: empty callbacks 0.91 s -> 14.4 s = 15.8x)\n' \
-        "$plain" "$traced" "$(echo "$traced / $plain" | bc -l)"
-else
-    echo "h2: skipped (no /usr/share/java/h2.jar; apt-get install libh2-java)"
+[ -f "$jar" ] && app "h2, 20,000-row script" -cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql"
+xalan=/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar
+if [ -f /usr/share/java/xalan2.jar ]; then
+    {
+        echo '<?xml version="1.0"?><orders>'
+        for i in $(seq 1 2000); do echo "<order id=\"$i\"><item qty=\"$((i % 7 + 1))\" price=\"$((i % 13)).25\"/></order>"; done
+        echo '</orders>'
+    } > "$work/in.xml"
+    cat > "$work/t.xsl" <<'XSL'
+<?xml version="1.0"?>
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text"/>
+  <xsl:template match="/"><xsl:for-each select="orders/order"><xsl:sort select="@id" data-type="number" order="descending"/><xsl:value-of select="@id"/>: <xsl:value-of select="sum(item/@qty)"/><xsl:text>&#10;</xsl:text></xsl:for-each></xsl:template>
+</xsl:stylesheet>
+XSL
+    app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
 fi
+echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x"

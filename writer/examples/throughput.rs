@@ -63,10 +63,7 @@ fn main() {
         .get(2)
         .cloned()
         .unwrap_or_else(|| "/tmp/jlive-throughput.trc".into());
-    let file = std::io::BufWriter::with_capacity(
-        1 << 20,
-        std::fs::File::create(&path).expect("create file"),
-    );
+    let file = std::fs::File::create(&path).expect("create file");
     let header = Header {
         version: 8,
         platform: PLATFORM_LINUX_X86,

@@ -4,8 +4,8 @@
 use super::*;
 use std::io::{self, Seek, SeekFrom, Write};
 
-/// Bytes gathered before they are handed to the underlying writer.
-const CHUNK: usize = 256 * 1024;
+/// Bytes gathered before they are handed to the underlying writer (one write each).
+const CHUNK: usize = 1024 * 1024;
 
 /// Writes one JinsightLive file.
 pub struct Encoder<W: Write + Seek> {
@@ -17,18 +17,21 @@ pub struct Encoder<W: Write + Seek> {
 }
 
 impl<W: Write + Seek> Encoder<W> {
-    /// Writes the header (counts as given; patch them with [`Encoder::finish`]).
-    pub fn new(mut out: W, header: &Header) -> io::Result<Encoder<W>> {
+    /// Starts the file with the header (counts as given; patch them with
+    /// [`Encoder::finish`]). The header is written with the first chunk, so a full disk is
+    /// reported by the first flush, not here.
+    pub fn new(out: W, header: &Header) -> io::Result<Encoder<W>> {
         let endian = Endian::of_platform(header.platform).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "unknown JinsightLive platform")
         })?;
-        out.write_all(&header_bytes(header))?;
+        let mut buf = Vec::with_capacity(CHUNK + 1024);
+        buf.extend_from_slice(&header_bytes(header));
         Ok(Encoder {
             out,
-            buf: Vec::with_capacity(CHUNK + 1024),
+            buf,
             endian,
             events: 0,
-            bytes: HEADER_LEN as u64,
+            bytes: 0,
         })
     }
 
