@@ -390,6 +390,14 @@ impl Profiler {
         if let Some(handle) = self.control.lock().take() {
             let _ = handle.join();
         }
+        if self.uses_bci() && self.bursts.lock().is_open() {
+            // Inside the last burst, so that `jlive stats` can tell what was not traced.
+            self.hub.stop_and_collect();
+            self.hub.control(Message::UserEvent {
+                ticks: clock::ticks(),
+                text: format!("jlive: capture=bci: {}", self.bci.summary()),
+            });
+        }
         let _ = self.end_burst(self.jvmti);
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {

@@ -19,8 +19,14 @@ macro_rules! capture_tests {
             for jdk in jdks() {
                 let (run, trace) = traced(&jdk, CAPTURE, &["Natives"]);
                 assert!(run.stderr.is_empty(), "{}: {}", jdk.name, run.stderr);
-                // Adler32.update(int) 1000 times, each calling the native update(int, int).
+                                // Adler32.update(int) 1000 times, each calling the native update(int, int).
                 assert_eq!(total(&calls(&trace), "java/util/zip/Adler32.update"), (2000, 2000), "{}", jdk.name);
+                if CAPTURE == "capture=bci" {
+                    // What could not be traced is in the trace, for `jlive stats`.
+                    let stats = jlive_writer::stats::Stats::of(&trace);
+                    let note = stats.notes.iter().find(|n| n.contains("not traced:")).expect("bci note");
+                    assert!(note.contains("native methods"), "{}", note);
+                }
             }
         }
 

@@ -203,6 +203,8 @@ pub struct Stats {
     pub methods: Vec<MethodStats>,
     pub bursts: u64,
     pub ticks_per_microsecond: u32,
+    /// jlive's own notes in the trace (USER_EVENTs starting with "jlive:").
+    pub notes: Vec<String>,
 }
 
 struct Open {
@@ -226,6 +228,9 @@ impl Stats {
                 Event::BeginBurst { .. } => {
                     stats.bursts += 1;
                     stacks.clear();
+                }
+                Event::UserEvent { message, .. } if message.starts_with("jlive:") => {
+                    stats.notes.push(message.clone());
                 }
                 Event::MethodEnter {
                     ticks,
@@ -288,6 +293,9 @@ impl Stats {
             "events: {}   bursts: {}   ticks/us: {}",
             total, self.bursts, self.ticks_per_microsecond
         );
+        for note in &self.notes {
+            let _ = writeln!(out, "{}", note);
+        }
         let _ = writeln!(out, "\nevents by type:");
         for (name, n) in &self.by_type {
             let _ = writeln!(out, "  {:<20} {:>12}", name, n);
