@@ -147,7 +147,7 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     assert!(ctl(&socket, "status").contains("state=paused"));
 
     let load = Command::new(wrk)
-        .args(["-t2", "-c8", "-d10s", "--timeout", "5s"])
+        .args(["-t2", "-c8", "-d10s", "--timeout", "10s"])
         .arg(format!("http://127.0.0.1:{}/index.html", port))
         .stdout(Stdio::piped())
         .spawn()

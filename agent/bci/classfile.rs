@@ -1,6 +1,7 @@
 //! Reading and writing class files (JVMS §4), just far enough to rewrite method code:
 //! the constant pool is kept as raw entries and grows by appending; fields and class
 //! attributes pass through untouched; methods keep their attributes as raw bytes except Code.
+//! Everything read borrows from the input bytes; only what changes is owned.
 //!
 //! ```text
 //! ClassFile  u4 0xCAFEBABE, u2 minor, u2 major, u2 cp_count, cp_info[cp_count-1],
@@ -12,6 +13,7 @@
 //!            u2 n + (u2 start, u2 end, u2 handler, u2 catch_type)[n], u2 n + attribute_info[n]
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why a class file could not be read or rewritten.
@@ -66,22 +68,23 @@ impl<'a> Reader<'a> {
 
 /// A constant pool entry, kept as its raw bytes (tag included).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Constant {
-    Utf8(String),
+pub enum Constant<'a> {
+    /// Borrowed when the bytes are plain UTF-8 (then written back as they were).
+    Utf8(Cow<'a, str>),
     /// Any other entry: its tag and raw payload.
-    Other(u8, Vec<u8>),
+    Other(u8, Cow<'a, [u8]>),
     /// The unusable second slot of a Long or Double.
     Gap,
 }
 
 /// The constant pool: index 0 unused, entries 1..len.
 #[derive(Clone, Debug, Default)]
-pub struct ConstantPool {
-    pub entries: Vec<Constant>,
+pub struct ConstantPool<'a> {
+    pub entries: Vec<Constant<'a>>,
 }
 
-impl ConstantPool {
-    fn read(r: &mut Reader<'_>) -> Result<ConstantPool> {
+impl<'a> ConstantPool<'a> {
+    fn read(r: &mut Reader<'a>) -> Result<ConstantPool<'a>> {
         let count = r.u2()? as usize;
         let mut entries = vec![Constant::Gap];
         while entries.len() < count {
@@ -90,14 +93,20 @@ impl ConstantPool {
                 1 => {
                     let n = r.u2()? as usize;
                     let bytes = r.bytes(n)?;
-                    entries.push(Constant::Utf8(decode_modified_utf8(bytes)));
+                    // Modified UTF-8 equals UTF-8 except for NUL and supplementary characters,
+                    // which plain UTF-8 rejects: those few strings are decoded and owned.
+                    let text = match std::str::from_utf8(bytes) {
+                        Ok(s) => Cow::Borrowed(s),
+                        Err(_) => Cow::Owned(decode_modified_utf8(bytes)),
+                    };
+                    entries.push(Constant::Utf8(text));
                     continue;
                 }
-                3 | 4 => r.bytes(4)?.to_vec(),
-                5 | 6 => r.bytes(8)?.to_vec(),
-                7 | 8 | 16 | 19 | 20 => r.bytes(2)?.to_vec(),
-                9 | 10 | 11 | 12 | 17 | 18 => r.bytes(4)?.to_vec(),
-                15 => r.bytes(3)?.to_vec(),
+                3 | 4 => r.bytes(4)?,
+                5 | 6 => r.bytes(8)?,
+                7 | 8 | 16 | 19 | 20 => r.bytes(2)?,
+                9 | 10 | 11 | 12 | 17 | 18 => r.bytes(4)?,
+                15 => r.bytes(3)?,
                 _ => {
                     return err(format!(
                         "unknown constant pool tag {} at entry {}",
@@ -106,7 +115,7 @@ impl ConstantPool {
                     ))
                 }
             };
-            entries.push(Constant::Other(tag, payload));
+            entries.push(Constant::Other(tag, Cow::Borrowed(payload)));
             if tag == 5 || tag == 6 {
                 entries.push(Constant::Gap);
             }
@@ -118,7 +127,12 @@ impl ConstantPool {
         put_u2(out, self.entries.len() as u16);
         for e in &self.entries[1..] {
             match e {
-                Constant::Utf8(s) => {
+                Constant::Utf8(Cow::Borrowed(s)) => {
+                    out.push(1);
+                    put_u2(out, s.len() as u16);
+                    out.extend_from_slice(s.as_bytes());
+                }
+                Constant::Utf8(Cow::Owned(s)) => {
                     out.push(1);
                     let bytes = encode_modified_utf8(s);
                     put_u2(out, bytes.len() as u16);
@@ -196,7 +210,7 @@ impl ConstantPool {
         }
     }
 
-    fn push(&mut self, c: Constant) -> Result<u16> {
+    fn push(&mut self, c: Constant<'a>) -> Result<u16> {
         let index = self.entries.len();
         if index >= 0xFFFF {
             return err("the constant pool is full");
@@ -214,18 +228,16 @@ impl ConstantPool {
         {
             return Ok(i as u16);
         }
-        self.push(Constant::Utf8(s.to_string()))
+        self.push(Constant::Utf8(Cow::Owned(s.to_string())))
     }
 
     fn add_other(&mut self, tag: u8, payload: Vec<u8>) -> Result<u16> {
-        if let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| matches!(e, Constant::Other(t, p) if *t == tag && *p == payload))
-        {
+        if let Some(i) = self.entries.iter().position(
+            |e| matches!(e, Constant::Other(t, p) if *t == tag && p.as_ref() == payload.as_slice()),
+        ) {
             return Ok(i as u16);
         }
-        self.push(Constant::Other(tag, payload))
+        self.push(Constant::Other(tag, Cow::Owned(payload)))
     }
 
     pub fn add_class(&mut self, name: &str) -> Result<u16> {
@@ -257,12 +269,12 @@ impl ConstantPool {
 
 /// An attribute: its name index and raw bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attribute {
+pub struct Attribute<'a> {
     pub name: u16,
-    pub data: Vec<u8>,
+    pub data: Cow<'a, [u8]>,
 }
 
-fn read_attributes(r: &mut Reader<'_>) -> Result<Vec<Attribute>> {
+fn read_attributes<'a>(r: &mut Reader<'a>) -> Result<Vec<Attribute<'a>>> {
     let n = r.u2()? as usize;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -270,7 +282,7 @@ fn read_attributes(r: &mut Reader<'_>) -> Result<Vec<Attribute>> {
         let len = r.u4()? as usize;
         v.push(Attribute {
             name,
-            data: r.bytes(len)?.to_vec(),
+            data: Cow::Borrowed(r.bytes(len)?),
         });
     }
     Ok(v)
@@ -287,14 +299,14 @@ fn write_attributes(out: &mut Vec<u8>, attrs: &[Attribute]) {
 
 /// A field or method.
 #[derive(Clone, Debug)]
-pub struct Member {
+pub struct Member<'a> {
     pub access: u16,
     pub name: u16,
     pub descriptor: u16,
-    pub attributes: Vec<Attribute>,
+    pub attributes: Vec<Attribute<'a>>,
 }
 
-fn read_members(r: &mut Reader<'_>) -> Result<Vec<Member>> {
+fn read_members<'a>(r: &mut Reader<'a>) -> Result<Vec<Member<'a>>> {
     let n = r.u2()? as usize;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -318,23 +330,23 @@ fn write_members(out: &mut Vec<u8>, members: &[Member]) {
     }
 }
 
-/// A parsed class file.
+/// A parsed class file, borrowing from the bytes it was read from.
 #[derive(Clone, Debug)]
-pub struct ClassFile {
+pub struct ClassFile<'a> {
     pub minor: u16,
     pub major: u16,
-    pub pool: ConstantPool,
+    pub pool: ConstantPool<'a>,
     pub access: u16,
     pub this_class: u16,
     pub super_class: u16,
     pub interfaces: Vec<u16>,
-    pub fields: Vec<Member>,
-    pub methods: Vec<Member>,
-    pub attributes: Vec<Attribute>,
+    pub fields: Vec<Member<'a>>,
+    pub methods: Vec<Member<'a>>,
+    pub attributes: Vec<Attribute<'a>>,
 }
 
-impl ClassFile {
-    pub fn parse(data: &[u8]) -> Result<ClassFile> {
+impl<'a> ClassFile<'a> {
+    pub fn parse(data: &'a [u8]) -> Result<ClassFile<'a>> {
         let mut r = Reader::new(data);
         if r.u4()? != 0xCAFE_BABE {
             return err("not a class file (bad magic)");
@@ -404,12 +416,12 @@ impl ClassFile {
 
 /// The Code attribute of a method.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Code {
+pub struct Code<'a> {
     pub max_stack: u16,
     pub max_locals: u16,
-    pub code: Vec<u8>,
+    pub code: Cow<'a, [u8]>,
     pub handlers: Vec<Handler>,
-    pub attributes: Vec<Attribute>,
+    pub attributes: Vec<Attribute<'a>>,
 }
 
 /// An exception table entry.
@@ -421,13 +433,13 @@ pub struct Handler {
     pub catch_type: u16,
 }
 
-impl Code {
-    pub fn parse(data: &[u8]) -> Result<Code> {
+impl<'a> Code<'a> {
+    pub fn parse(data: &'a [u8]) -> Result<Code<'a>> {
         let mut r = Reader::new(data);
         let max_stack = r.u2()?;
         let max_locals = r.u2()?;
         let len = r.u4()? as usize;
-        let code = r.bytes(len)?.to_vec();
+        let code = Cow::Borrowed(r.bytes(len)?);
         let n = r.u2()? as usize;
         let mut handlers = Vec::with_capacity(n);
         for _ in 0..n {

@@ -174,7 +174,7 @@ pub fn instrument_with(
         };
         match rewrite(&mut cf.pool, &method, &m.attributes[at].data, &refs, weave) {
             Ok(data) => {
-                m.attributes[at].data = data;
+                m.attributes[at].data = data.into();
                 out.instrumented += 1;
             }
             Err(e) => out.skipped.push((mname, e.0)),
@@ -188,15 +188,15 @@ pub fn instrument_with(
 }
 
 /// Turns native method `m` into a wrapper and returns the renamed native to append.
-fn wrap_native(
-    pool: &mut ConstantPool,
+fn wrap_native<'a>(
+    pool: &mut ConstantPool<'a>,
     this_class: u16,
-    m: &mut super::classfile::Member,
+    m: &mut super::classfile::Member<'a>,
     key: u32,
     refs: &Refs,
     weave: Weave,
     stack_map_name: Option<u16>,
-) -> Result<super::classfile::Member> {
+) -> Result<super::classfile::Member<'a>> {
     let name = pool.utf8(m.name)?.to_string();
     let desc = pool.utf8(m.descriptor)?.to_string();
     let is_static = m.access & ACC_STATIC != 0;
@@ -273,13 +273,13 @@ fn wrap_native(
         };
         attributes.push(super::classfile::Attribute {
             name: smt,
-            data: stackmap::encode(&[frame])?,
+            data: stackmap::encode(&[frame])?.into(),
         });
     }
     let body = Code {
         max_stack: (args + 1).max(ret + 1).max(2) as u16 + 1,
         max_locals: slot as u16,
-        code,
+        code: code.into(),
         handlers: vec![Handler {
             start: begin as u16,
             end: end as u16,
@@ -298,7 +298,7 @@ fn wrap_native(
     m.access &= !(ACC_NATIVE | ACC_SYNCHRONIZED);
     m.attributes.push(super::classfile::Attribute {
         name: code_name,
-        data: body.write(),
+        data: body.write().into(),
     });
     Ok(native)
 }
@@ -546,18 +546,21 @@ fn rewrite(
             // Offsets inside type annotations and unknown attributes would go stale: drop them.
             _ => continue,
         };
-        attributes.push(super::classfile::Attribute { name: a.name, data });
+        attributes.push(super::classfile::Attribute {
+            name: a.name,
+            data: data.into(),
+        });
     }
     if let (false, Some(name)) = (had_stack_map, m.stack_map_name) {
         attributes.push(super::classfile::Attribute {
             name,
-            data: stackmap::encode(&catch_frames)?,
+            data: stackmap::encode(&catch_frames)?.into(),
         });
     }
     let new = Code {
         max_stack: code.max_stack.saturating_add(2).max(2),
         max_locals: code.max_locals,
-        code: out,
+        code: out.into(),
         handlers,
         attributes,
     };
