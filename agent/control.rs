@@ -12,6 +12,7 @@
 
 use crate::buffer;
 use crate::ffi::jvmti::Jvmti;
+use crate::ffi::os;
 use crate::log;
 use crate::options::{Control, Options};
 use crate::profiler::Profiler;
@@ -49,9 +50,7 @@ pub enum Listener {
 /// The default socket directory: `$TMPDIR/jlive-$UID`.
 pub fn socket_dir() -> PathBuf {
     let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    Path::new(&tmp).join(format!("jlive-{}", uid))
+    Path::new(&tmp).join(format!("jlive-{}", os::euid()))
 }
 
 /// Binds the control socket the options ask for (at load, so that a failure stops the JVM).
@@ -89,9 +88,7 @@ fn private_dir(dir: &Path) -> Result<(), String> {
                 )
             }),
         Ok(meta) => {
-            // SAFETY: geteuid has no preconditions.
-            let uid = unsafe { libc::geteuid() };
-            if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            if !meta.is_dir() || meta.uid() != os::euid() || meta.mode() & 0o077 != 0 {
                 return Err(format!(
                     "the control directory {} is not a private directory of this user (mode 0700); \
                      remove it, or give control=PATH or control=off",
@@ -260,8 +257,7 @@ fn serve(p: &'static Profiler, listener: Option<Listener>) {
             });
         }
         let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
-        // SAFETY: fds is a valid array of pollfd of the given length for the call.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        let ready = os::poll(&mut fds, millis);
         timers.fire(p, jvmti);
         if ready <= 0 {
             drop_idle(&mut clients);
@@ -328,25 +324,7 @@ fn accept(listener: &Listener, clients: &mut Vec<Client>) {
 
 /// Only this user (or root) may drive the profiler.
 fn peer_allowed(fd: RawFd) -> bool {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: u32::MAX,
-        gid: u32::MAX,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred and len are valid for getsockopt to fill; fd is a connected Unix socket.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    rc == 0 && (cred.uid == me || cred.uid == 0)
+    os::peer_uid(fd).is_some_and(|uid| uid == os::euid() || uid == 0)
 }
 
 impl Client {

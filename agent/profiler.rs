@@ -301,7 +301,7 @@ impl Profiler {
         cb.base.VMObjectAlloc = Some(callbacks::object_alloc);
         cb.sampled_object_alloc = Some(callbacks::object_alloc);
         cb.base.VMStart = Some(callbacks::vm_start);
-        cb.base.ClassFileLoadHook = Some(capture::bci::class_file_load_hook);
+        cb.base.ClassFileLoadHook = Some(crate::ffi::hooks::class_file_load_hook);
         self.jvmti
             .set_event_callbacks(&cb)
             .map_err(|e| format!("SetEventCallbacks failed: {}", e))?;

@@ -20,12 +20,12 @@ use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
 use crate::clock;
 use crate::ffi::jni::Jni;
-use crate::ffi::jvmti::{jvmtiEnv, Jvmti};
+use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::profiler::{self, Profiler};
 use jlive_writer::record::{RecordKind, NO_OBJECT, PENDING_OBJECT};
 use jni_sys::{jclass, jint, jobject, JNIEnv};
-use std::ffi::{c_char, c_uchar, c_void, CStr};
+use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The trampoline class, compiled by build.rs.
@@ -233,65 +233,40 @@ fn loader_identity(jvmti: Jvmti, loader: jobject) -> i64 {
     }
 }
 
-/// JVMTI ClassFileLoadHook.
-///
-/// # Safety
-/// Called by the JVM only, with the arguments JVMTI documents: a NUL-terminated name (or
-/// null), `length` readable bytes at `data`, and writable out-parameters.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn class_file_load_hook(
-    env: *mut jvmtiEnv,
+/// ClassFileLoadHook (the raw arguments are taken apart in `ffi::hooks`): the rewritten
+/// class, or None to leave it as it is. Keys are tied to the class now (retransformation)
+/// or when it is prepared (first load).
+pub fn class_file_load(
+    jvmti: Jvmti,
     jni: *mut JNIEnv,
     redefined: jclass,
     loader: jobject,
-    name: *const c_char,
-    _protection_domain: jobject,
-    length: jint,
-    data: *const c_uchar,
-    new_length: *mut jint,
-    new_data: *mut *mut c_uchar,
-) {
-    guard(|| {
-        let Some(p) = profiler::get() else { return };
-        if !READY.load(Ordering::SeqCst) || name.is_null() || data.is_null() || length <= 0 {
-            return; // retransformed at VM init instead
-        }
-        // SAFETY: the JVM passes a NUL-terminated class name valid for this callback.
-        let name = unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned();
-        if excluded(&name) || !p.filter.traces(&name) {
-            return;
-        }
-        // SAFETY: the JVM passes `length` bytes of class file at `data` for this callback.
-        let bytes = unsafe { std::slice::from_raw_parts(data, length as usize) };
-        let jvmti = Jvmti::from_raw(env);
-        let Some(out) = transform(p, &name, bytes, redefined.is_null()) else {
-            return;
+    name: &str,
+    bytes: &[u8],
+) -> Option<Vec<u8>> {
+    let p = profiler::get()?;
+    if !READY.load(Ordering::SeqCst) || excluded(name) || !p.filter.traces(name) {
+        return None; // not yet: retransformed at VM init instead
+    }
+    let out = transform(p, name, bytes, redefined.is_null())?;
+    if redefined.is_null() {
+        p.registry.add_pending(
+            loader_identity(jvmti, loader),
+            name.to_string(),
+            out.base,
+            out.methods,
+        );
+    } else if let Some(jni) = Jni::from_callback(jni) {
+        let classes = Classes {
+            jvmti,
+            jni,
+            registry: &p.registry,
         };
-        let Ok(copy) = jvmti.allocate_copy(&out.bytes) else {
-            return;
-        };
-        let base = out.base;
-        // SAFETY: the out-parameters are valid for this callback; the JVM takes the memory.
-        unsafe {
-            *new_length = out.bytes.len() as jint;
-            *new_data = copy;
+        if let Some(key) = classes.key(redefined) {
+            p.registry.link_bci(out.base, out.methods, key);
         }
-        if redefined.is_null() {
-            p.registry
-                .add_pending(loader_identity(jvmti, loader), name, base, out.methods);
-        } else if let Some(jni) = Jni::from_callback(jni) {
-            let classes = Classes {
-                jvmti,
-                jni,
-                registry: &p.registry,
-            };
-            if let Some(key) = classes.key(redefined) {
-                p.registry.link_bci(base, out.methods, key);
-            }
-        }
-    });
+    }
+    Some(out.bytes)
 }
 
 struct Transformed {

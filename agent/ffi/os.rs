@@ -1,0 +1,37 @@
+//! The few operating-system calls the control socket needs, behind safe signatures.
+
+use std::os::fd::RawFd;
+
+/// The effective user ID of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// poll(2) over `fds` for at most `timeout_ms`; the number of ready descriptors (0 on
+/// timeout, negative on error).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> i32 {
+    // SAFETY: fds is a valid, exclusively borrowed array of pollfd of the given length.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }
+}
+
+/// The user ID of the process at the other end of a connected Unix socket (SO_PEERCRED).
+pub fn peer_uid(fd: RawFd) -> Option<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred and len are valid for getsockopt to fill; a bad fd only makes it fail.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
