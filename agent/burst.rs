@@ -225,6 +225,15 @@ impl Profiler {
             std::process::id(),
             self.main_class.get().map(String::as_str).unwrap_or("?"),
         );
+        if self.uses_bci() {
+            let b = &self.bci;
+            line.push_str(&format!(
+                " instrumented_classes={} instrumented_methods={} untraced_natives={}",
+                b.classes.load(Ordering::Relaxed),
+                b.methods.load(Ordering::Relaxed),
+                b.native.load(Ordering::Relaxed)
+            ));
+        }
         if let Some(e) = s.error() {
             line.push_str(&format!(" error={:?}", e));
         }

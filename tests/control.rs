@@ -183,11 +183,13 @@ fn roll_finishes_the_file_and_continues_in_the_next() {
     let (socket, _) = scratch_socket("roll");
     let pattern = socket.with_file_name("part-%n.trc");
     let options = format!(
-        "start=paused,control={},file={}",
+        "capture=bci,start=paused,control={},file={}",
         socket.display(),
         pattern.display()
     );
     let mut jvm = Driven::start(jdk, &options, "Phases");
+    let status = ok(&socket, &["status"]);
+    assert!(status.contains("instrumented_classes="), "{}", status);
     ok(&socket, &["start"]);
     jvm.phase(1);
     let answer = ok(&socket, &["roll"]);
