@@ -117,6 +117,13 @@ impl Profiler {
                 text: format!("burst: {}", label),
             });
         }
+        let methods = match flags.methods {
+            Methods::Off => 0,
+            Methods::Entry => 1,
+            Methods::On => 2,
+        };
+        self.burst_methods.store(methods, Ordering::SeqCst);
+        self.burst_alloc.store(flags.alloc, Ordering::SeqCst);
         self.hub.start();
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);

@@ -14,6 +14,18 @@ macro_rules! capture_tests {
 
                 const CAPTURE: &str = $capture;
 
+                #[test]
+        fn methods_entry_and_off_are_honoured() {
+            let jdk = &jdks()[0];
+            let (_, entries) = traced(jdk, &format!("{},methods=entry", CAPTURE), &["Fib"]);
+            let fib = total(&calls(&entries), "Fib.fib");
+            assert_eq!(fib, (21891, 0), "methods=entry: entries only");
+            assert_eq!(count(&entries, "METHOD_LEAVE"), 0);
+            let (_, none) = traced(jdk, &format!("{},methods=off,alloc=on", CAPTURE), &["Alloc", "20"]);
+            assert_eq!(count(&none, "METHOD_ENTER") + count(&none, "METHOD_LEAVE"), 0, "methods=off");
+            assert!(count(&none, "OBJECT_CREATED") >= 20, "allocations still recorded");
+        }
+
         #[test]
         fn native_methods_are_traced() {
             for jdk in jdks() {

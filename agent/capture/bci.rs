@@ -142,15 +142,18 @@ fn current_thread(p: &'static Profiler) -> bool {
     attach_java_thread(p, p.jvmti, std::ptr::null_mut())
 }
 
-/// The running profiler if a burst is open (so that a paused JVM pays no clock read).
+/// The running profiler if a burst is open that records method entries (and exits, with
+/// `exits`), so that a paused JVM pays no clock read.
 #[inline(always)]
-fn tracing() -> Option<&'static Profiler> {
-    profiler::get().filter(|p| p.hub.is_tracing())
+fn tracing(exits: bool) -> Option<&'static Profiler> {
+    let need = if exits { 2 } else { 1 };
+    profiler::get()
+        .filter(|p| p.hub.is_tracing() && p.burst_methods.load(Ordering::Relaxed) >= need)
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
     guard(|| {
-        if let Some(p) = tracing() {
+        if let Some(p) = tracing(false) {
             entered(p, clock::ticks(), key as u64, NO_OBJECT, || {
                 current_thread(p)
             });
@@ -160,7 +163,7 @@ extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
     guard(|| {
-        if let Some(p) = tracing() {
+        if let Some(p) = tracing(false) {
             let ticks = clock::ticks();
             let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);
             entered(p, ticks, key as u64, object, || current_thread(p));
@@ -170,7 +173,7 @@ extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobj
 
 extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
     guard(|| {
-        if let Some(p) = tracing() {
+        if let Some(p) = tracing(false) {
             entered(p, clock::ticks(), key as u64, PENDING_OBJECT, || {
                 current_thread(p)
             });
@@ -181,7 +184,7 @@ extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jin
 /// The receiver of a constructor, once super() has returned (objects=on).
 extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject, key: jint) {
     guard(|| {
-        let Some(p) = tracing() else { return };
+        let Some(p) = tracing(false) else { return };
         let ticks = clock::ticks();
         let (id, class) = crate::callbacks::object_identity(p, p.jvmti, env, object, ticks);
         if let (Some(class), Some(b)) = (class, p.hub.current()) {
@@ -200,7 +203,7 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
 
 extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
     guard(|| {
-        if let Some(p) = tracing() {
+        if let Some(p) = tracing(true) {
             exited(p, clock::ticks(), key as u64, || current_thread(p));
         }
     });
@@ -208,7 +211,7 @@ extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
 
 extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) {
     guard(|| {
-        if let Some(p) = profiler::get() {
+        if let Some(p) = profiler::get().filter(|p| p.burst_alloc.load(Ordering::Relaxed)) {
             crate::callbacks::record_allocation(p, p.jvmti, env, object, std::ptr::null_mut());
         }
     });
