@@ -12,18 +12,29 @@ macro_rules! capture_tests {
     ($capture:expr) => {
         use super::*;
 
-                const CAPTURE: &str = $capture;
+        const CAPTURE: &str = $capture;
 
-                #[test]
+        #[test]
         fn methods_entry_and_off_are_honoured() {
             let jdk = &jdks()[0];
             let (_, entries) = traced(jdk, &format!("{},methods=entry", CAPTURE), &["Fib"]);
             let fib = total(&calls(&entries), "Fib.fib");
             assert_eq!(fib, (21891, 0), "methods=entry: entries only");
             assert_eq!(count(&entries, "METHOD_LEAVE"), 0);
-            let (_, none) = traced(jdk, &format!("{},methods=off,alloc=on", CAPTURE), &["Alloc", "20"]);
-            assert_eq!(count(&none, "METHOD_ENTER") + count(&none, "METHOD_LEAVE"), 0, "methods=off");
-            assert!(count(&none, "OBJECT_CREATED") >= 20, "allocations still recorded");
+            let (_, none) = traced(
+                jdk,
+                &format!("{},methods=off,alloc=on", CAPTURE),
+                &["Alloc", "20"],
+            );
+            assert_eq!(
+                count(&none, "METHOD_ENTER") + count(&none, "METHOD_LEAVE"),
+                0,
+                "methods=off"
+            );
+            assert!(
+                count(&none, "OBJECT_CREATED") >= 20,
+                "allocations still recorded"
+            );
         }
 
         #[test]
@@ -31,456 +42,458 @@ macro_rules! capture_tests {
             for jdk in jdks() {
                 let (run, trace) = traced(&jdk, CAPTURE, &["Natives"]);
                 assert!(run.stderr.is_empty(), "{}: {}", jdk.name, run.stderr);
-                                // Adler32.update(int) 1000 times, each calling the native update(int, int).
-                assert_eq!(total(&calls(&trace), "java/util/zip/Adler32.update"), (2000, 2000), "{}", jdk.name);
+                // Adler32.update(int) 1000 times, each calling the native update(int, int).
+                assert_eq!(
+                    total(&calls(&trace), "java/util/zip/Adler32.update"),
+                    (2000, 2000),
+                    "{}",
+                    jdk.name
+                );
                 if CAPTURE == "capture=bci" {
                     // What could not be traced is in the trace, for `jlive stats`.
                     let stats = jlive_writer::stats::Stats::of(&trace);
-                    let note = stats.notes.iter().find(|n| n.contains("not traced:")).expect("bci note");
+                    let note = stats
+                        .notes
+                        .iter()
+                        .find(|n| n.contains("not traced:"))
+                        .expect("bci note");
                     assert!(note.contains("native methods"), "{}", note);
                 }
             }
         }
 
-
-#[test]
-fn fib20_enters_and_leaves_21891_times_on_main() {
-    for jdk in jdks() {
-        let (run, trace) = traced(&jdk, CAPTURE, &["Fib"]);
-        assert_eq!(run.stdout.trim(), "fib(20) = 6765");
-        let calls = calls(&trace);
-        assert_eq!(total(&calls, "Fib.fib"), (21891, 21891), "{}", jdk.name);
-        let threads = threads_of(&calls, "Fib.fib");
-        assert_eq!(threads.len(), 1, "{}: fib ran on one thread", jdk.name);
-        assert_eq!(trace.thread_name(threads[0]), "main", "{}", jdk.name);
-        assert_eq!(trace.class_name(0), "java/lang/Object");
-        assert_eq!(trace.class_name(1), "java/lang/Thread");
-    }
-}
-
-#[test]
-fn exception_leaves_all_three_frames() {
-    for jdk in jdks() {
-        let (run, trace) = traced(&jdk, CAPTURE, &["Throws"]);
-        assert_eq!(run.code, Some(3), "{}: exit code", jdk.name);
-        let calls = calls(&trace);
-        for m in ["Throws.outer", "Throws.middle", "Throws.inner"] {
-            assert_eq!(
-                total(&calls, m),
-                (1, 1),
-                "{}: {} entered and left once",
-                jdk.name,
-                m
-            );
-        }
-    }
-}
-
-#[test]
-fn each_worker_thread_has_its_own_id_name_and_calls() {
-    for jdk in jdks() {
-        let (_, trace) = traced(&jdk, CAPTURE, &["Workers", "4"]);
-        let calls = calls(&trace);
-        let mut seen = Vec::new();
-        for i in 0..4u64 {
-            let ids = trace.threads_named(&format!("worker-{}", i));
-            assert_eq!(ids.len(), 1, "{}: worker-{} defined once", jdk.name, i);
-            let on_thread = calls
-                .get(&("Workers.work".to_string(), ids[0]))
-                .copied()
-                .unwrap_or_default();
-            assert_eq!(
-                on_thread,
-                (1000 * (i + 1), 1000 * (i + 1)),
-                "{}: worker-{}",
-                jdk.name,
-                i
-            );
-            seen.push(ids[0]);
-        }
-        assert_eq!(
-            total(&calls, "Workers.work"),
-            (10_000, 10_000),
-            "{}",
-            jdk.name
-        );
-        seen.dedup();
-        assert_eq!(seen.len(), 4, "{}: four distinct thread IDs", jdk.name);
-        let started: Vec<u32> = trace
-            .events
-            .iter()
-            .filter_map(|(_, e)| match e {
-                Event::ThreadStart { thread, .. } if seen.contains(thread) => Some(*thread),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(
-            started.len(),
-            4,
-            "{}: THREAD_START of each worker",
-            jdk.name
-        );
-    }
-}
-
-#[test]
-fn allocations_of_a_class_and_of_int_arrays_are_counted_exactly() {
-    for jdk in jdks() {
-        let (_, trace) = traced(
-            &jdk,
-            &format!("{},alloc=on,gc=on", CAPTURE),
-            &["Alloc", "500"],
-        );
-        let mut int_arrays: HashMap<u32, bool> = HashMap::new();
-        let (mut payloads, mut arrays) = (0, 0);
-        for (_, e) in &trace.events {
-            match e {
-                Event::ArrayDefined {
-                    object,
-                    array_type,
-                    size,
-                    ..
-                } => {
-                    int_arrays.insert(*object, *array_type == 1 && *size == 1237);
-                }
-                Event::ArrayCreated { object, .. } if int_arrays.get(object) == Some(&true) => {
-                    arrays += 1
-                }
-                Event::ObjectCreated { class, .. }
-                    if trace.class_name(*class) == "Alloc$Payload" =>
-                {
-                    payloads += 1
-                }
-                _ => {}
+        #[test]
+        fn fib20_enters_and_leaves_21891_times_on_main() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Fib"]);
+                assert_eq!(run.stdout.trim(), "fib(20) = 6765");
+                let calls = calls(&trace);
+                assert_eq!(total(&calls, "Fib.fib"), (21891, 21891), "{}", jdk.name);
+                let threads = threads_of(&calls, "Fib.fib");
+                assert_eq!(threads.len(), 1, "{}: fib ran on one thread", jdk.name);
+                assert_eq!(trace.thread_name(threads[0]), "main", "{}", jdk.name);
+                assert_eq!(trace.class_name(0), "java/lang/Object");
+                assert_eq!(trace.class_name(1), "java/lang/Thread");
             }
         }
-        assert_eq!(
-            payloads, 500,
-            "{}: OBJECT_CREATED of Alloc$Payload",
-            jdk.name
-        );
-        assert_eq!(
-            arrays, 500,
-            "{}: ARRAY_CREATED of int_array[1237]",
-            jdk.name
-        );
-    }
-}
 
-
-#[test]
-fn collections_and_reclaimed_objects_are_counted_exactly() {
-    for jdk in jdks() {
-        // Three System.gc() calls: three collections.
-        let (_, trace) = traced(
-            &jdk,
-            &format!("{},gc=on", CAPTURE),
-            &["Collect", "300", "3"],
-        );
-        assert_eq!(
-            (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
-            (3, 3),
-            "{}",
-            jdk.name
-        );
-                // With alloc=on, capture=events forces one collection at VM init (see README); bci
-        // sees allocations at their sites and forces none.
-        let forced = usize::from(CAPTURE == "capture=events");
-        let (_, trace) = traced(
-            &jdk,
-            &format!("{},alloc=on,gc=on", CAPTURE),
-            &["Collect", "300", "3"],
-        );
-        assert_eq!(
-            (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
-                        (3 + forced, 3 + forced),
-            "{}",
-            jdk.name
-        );
-        let mut garbage = std::collections::HashSet::new();
-        let mut reclaimed = 0;
-        for (_, e) in &trace.events {
-            match e {
-                Event::ObjectCreated { object, class, .. }
-                    if trace.class_name(*class) == "Collect$Garbage" =>
-                {
-                    garbage.insert(*object);
-                }
-                Event::ObjectReclaimed { object, .. } if garbage.contains(object) => reclaimed += 1,
-                _ => {}
-            }
-        }
-        assert_eq!(garbage.len(), 300, "{}: Garbage objects created", jdk.name);
-        assert_eq!(reclaimed, 300, "{}: Garbage objects reclaimed", jdk.name);
-    }
-}
-
-#[test]
-fn receiver_object_ids_with_objects_on() {
-    for jdk in jdks() {
-        let (_, trace) = traced(&jdk, &format!("{},objects=on", CAPTURE), &["Alloc", "50"]);
-        // Each Payload constructor runs on a distinct, defined object; static calls carry none.
-        let mut receivers = Vec::new();
-        for (_, e) in &trace.events {
-            if let Event::MethodEnter {
-                class,
-                method,
-                object,
-                ..
-            } = e
-            {
-                let name = trace.method_name(*class, *method);
-                if name == "Alloc$Payload.<init>" {
-                    assert_ne!(*object, jinsight::NO_OBJECT);
-                    receivers.push(*object);
-                }
-                if name == "Alloc.main" {
+        #[test]
+        fn exception_leaves_all_three_frames() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Throws"]);
+                assert_eq!(run.code, Some(3), "{}: exit code", jdk.name);
+                let calls = calls(&trace);
+                for m in ["Throws.outer", "Throws.middle", "Throws.inner"] {
                     assert_eq!(
-                        *object,
-                        jinsight::NO_OBJECT,
-                        "a static method has no receiver"
+                        total(&calls, m),
+                        (1, 1),
+                        "{}: {} entered and left once",
+                        jdk.name,
+                        m
                     );
                 }
             }
         }
-        receivers.sort();
-        receivers.dedup();
-        assert_eq!(receivers.len(), 50, "{}: 50 distinct receivers", jdk.name);
-    }
-}
 
-#[test]
-fn tick_delta_matches_the_programs_own_clock() {
-    for jdk in jdks() {
-        let (run, trace) = traced(&jdk, CAPTURE, &["Timing"]);
-        let measured_us: f64 = run
-            .stderr
-            .trim()
-            .strip_prefix("elapsed_us=")
-            .unwrap()
-            .parse()
-            .unwrap();
-        let entry = |name: &str| {
-            trace
-                .events
-                .iter()
-                .find_map(|(_, e)| match e {
-                    Event::MethodEnter {
-                        ticks,
+        #[test]
+        fn each_worker_thread_has_its_own_id_name_and_calls() {
+            for jdk in jdks() {
+                let (_, trace) = traced(&jdk, CAPTURE, &["Workers", "4"]);
+                let calls = calls(&trace);
+                let mut seen = Vec::new();
+                for i in 0..4u64 {
+                    let ids = trace.threads_named(&format!("worker-{}", i));
+                    assert_eq!(ids.len(), 1, "{}: worker-{} defined once", jdk.name, i);
+                    let on_thread = calls
+                        .get(&("Workers.work".to_string(), ids[0]))
+                        .copied()
+                        .unwrap_or_default();
+                    assert_eq!(
+                        on_thread,
+                        (1000 * (i + 1), 1000 * (i + 1)),
+                        "{}: worker-{}",
+                        jdk.name,
+                        i
+                    );
+                    seen.push(ids[0]);
+                }
+                assert_eq!(
+                    total(&calls, "Workers.work"),
+                    (10_000, 10_000),
+                    "{}",
+                    jdk.name
+                );
+                seen.dedup();
+                assert_eq!(seen.len(), 4, "{}: four distinct thread IDs", jdk.name);
+                let started: Vec<u32> = trace
+                    .events
+                    .iter()
+                    .filter_map(|(_, e)| match e {
+                        Event::ThreadStart { thread, .. } if seen.contains(thread) => Some(*thread),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(
+                    started.len(),
+                    4,
+                    "{}: THREAD_START of each worker",
+                    jdk.name
+                );
+            }
+        }
+
+        #[test]
+        fn allocations_of_a_class_and_of_int_arrays_are_counted_exactly() {
+            for jdk in jdks() {
+                let (_, trace) = traced(
+                    &jdk,
+                    &format!("{},alloc=on,gc=on", CAPTURE),
+                    &["Alloc", "500"],
+                );
+                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
+                let (mut payloads, mut arrays) = (0, 0);
+                for (_, e) in &trace.events {
+                    match e {
+                        Event::ArrayDefined {
+                            object,
+                            array_type,
+                            size,
+                            ..
+                        } => {
+                            int_arrays.insert(*object, *array_type == 1 && *size == 1237);
+                        }
+                        Event::ArrayCreated { object, .. }
+                            if int_arrays.get(object) == Some(&true) =>
+                        {
+                            arrays += 1
+                        }
+                        Event::ObjectCreated { class, .. }
+                            if trace.class_name(*class) == "Alloc$Payload" =>
+                        {
+                            payloads += 1
+                        }
+                        _ => {}
+                    }
+                }
+                assert_eq!(
+                    payloads, 500,
+                    "{}: OBJECT_CREATED of Alloc$Payload",
+                    jdk.name
+                );
+                assert_eq!(
+                    arrays, 500,
+                    "{}: ARRAY_CREATED of int_array[1237]",
+                    jdk.name
+                );
+            }
+        }
+
+        #[test]
+        fn collections_and_reclaimed_objects_are_counted_exactly() {
+            for jdk in jdks() {
+                // Three System.gc() calls: three collections.
+                let (_, trace) = traced(
+                    &jdk,
+                    &format!("{},gc=on", CAPTURE),
+                    &["Collect", "300", "3"],
+                );
+                assert_eq!(
+                    (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+                    (3, 3),
+                    "{}",
+                    jdk.name
+                );
+                // With alloc=on, capture=events forces one collection at VM init (see README); bci
+                // sees allocations at their sites and forces none.
+                let forced = usize::from(CAPTURE == "capture=events");
+                let (_, trace) = traced(
+                    &jdk,
+                    &format!("{},alloc=on,gc=on", CAPTURE),
+                    &["Collect", "300", "3"],
+                );
+                assert_eq!(
+                    (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+                    (3 + forced, 3 + forced),
+                    "{}",
+                    jdk.name
+                );
+                let mut garbage = std::collections::HashSet::new();
+                let mut reclaimed = 0;
+                for (_, e) in &trace.events {
+                    match e {
+                        Event::ObjectCreated { object, class, .. }
+                            if trace.class_name(*class) == "Collect$Garbage" =>
+                        {
+                            garbage.insert(*object);
+                        }
+                        Event::ObjectReclaimed { object, .. } if garbage.contains(object) => {
+                            reclaimed += 1
+                        }
+                        _ => {}
+                    }
+                }
+                assert_eq!(garbage.len(), 300, "{}: Garbage objects created", jdk.name);
+                assert_eq!(reclaimed, 300, "{}: Garbage objects reclaimed", jdk.name);
+            }
+        }
+
+        #[test]
+        fn receiver_object_ids_with_objects_on() {
+            for jdk in jdks() {
+                let (_, trace) = traced(&jdk, &format!("{},objects=on", CAPTURE), &["Alloc", "50"]);
+                // Each Payload constructor runs on a distinct, defined object; static calls carry none.
+                let mut receivers = Vec::new();
+                for (_, e) in &trace.events {
+                    if let Event::MethodEnter {
                         class,
                         method,
+                        object,
                         ..
-                    } if trace.method_name(*class, *method) == name => Some(*ticks),
-                    _ => None,
-                })
-                .unwrap_or_else(|| panic!("no entry of {}", name))
-        };
-        let ticks = entry("Timing.markB") - entry("Timing.markA");
-        let traced_us = ticks as f64 / f64::from(trace.header.ticks_per_microsecond);
-        let error = (traced_us - measured_us).abs() / measured_us;
-        assert!(
-            error < 0.01,
-            "{}: trace says {:.0} us, program measured {:.0} us",
-            jdk.name,
-            traced_us,
-            measured_us
-        );
-    }
-}
+                    } = e
+                    {
+                        let name = trace.method_name(*class, *method);
+                        if name == "Alloc$Payload.<init>" {
+                            assert_ne!(*object, jinsight::NO_OBJECT);
+                            receivers.push(*object);
+                        }
+                        if name == "Alloc.main" {
+                            assert_eq!(
+                                *object,
+                                jinsight::NO_OBJECT,
+                                "a static method has no receiver"
+                            );
+                        }
+                    }
+                }
+                receivers.sort();
+                receivers.dedup();
+                assert_eq!(receivers.len(), 50, "{}: 50 distinct receivers", jdk.name);
+            }
+        }
 
-#[test]
-fn blocked_and_running_threads_are_flushed_at_vm_death() {
-    for jdk in jdks() {
-        let (run, trace) = traced(&jdk, CAPTURE, &["Blocked"]);
-        assert!(
-            run.elapsed < std::time::Duration::from_secs(60),
-            "{}: exit took {:?}",
-            jdk.name,
-            run.elapsed
-        );
-        let calls = calls(&trace);
-        let stuck = trace.threads_named("stuck");
-        assert_eq!(stuck.len(), 1);
-        let on_stuck = calls
-            .get(&("Blocked.step".to_string(), stuck[0]))
-            .copied()
-            .unwrap_or_default();
-        assert_eq!(
-            on_stuck,
-            (777, 777),
-            "{}: the blocked thread's calls",
-            jdk.name
-        );
-        let spinner = trace.threads_named("spinner");
-        let spins = calls
-            .get(&("Blocked.spin".to_string(), spinner[0]))
-            .copied()
-            .unwrap_or_default();
-        assert!(
-            spins.0 > 0 && spins.0 - spins.1 <= 1,
-            "{}: spinner {:?}",
-            jdk.name,
-            spins
-        );
-    }
-}
+        #[test]
+        fn tick_delta_matches_the_programs_own_clock() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Timing"]);
+                let measured_us: f64 = run
+                    .stderr
+                    .trim()
+                    .strip_prefix("elapsed_us=")
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let entry = |name: &str| {
+                    trace
+                        .events
+                        .iter()
+                        .find_map(|(_, e)| match e {
+                            Event::MethodEnter {
+                                ticks,
+                                class,
+                                method,
+                                ..
+                            } if trace.method_name(*class, *method) == name => Some(*ticks),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| panic!("no entry of {}", name))
+                };
+                let ticks = entry("Timing.markB") - entry("Timing.markA");
+                let traced_us = ticks as f64 / f64::from(trace.header.ticks_per_microsecond);
+                let error = (traced_us - measured_us).abs() / measured_us;
+                assert!(
+                    error < 0.01,
+                    "{}: trace says {:.0} us, program measured {:.0} us",
+                    jdk.name,
+                    traced_us,
+                    measured_us
+                );
+            }
+        }
 
-#[test]
-fn linux_390_platform_writes_big_endian_events() {
-    for jdk in jdks() {
-        let dir = scratch("bigendian");
-        let file = dir.join("be.trc");
-        let run = java(
-            &jdk,
-            Some(&format!(
-                "{},platform=linux_390,file={}",
+        #[test]
+        fn blocked_and_running_threads_are_flushed_at_vm_death() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Blocked"]);
+                assert!(
+                    run.elapsed < std::time::Duration::from_secs(60),
+                    "{}: exit took {:?}",
+                    jdk.name,
+                    run.elapsed
+                );
+                let calls = calls(&trace);
+                let stuck = trace.threads_named("stuck");
+                assert_eq!(stuck.len(), 1);
+                let on_stuck = calls
+                    .get(&("Blocked.step".to_string(), stuck[0]))
+                    .copied()
+                    .unwrap_or_default();
+                assert_eq!(
+                    on_stuck,
+                    (777, 777),
+                    "{}: the blocked thread's calls",
+                    jdk.name
+                );
+                let spinner = trace.threads_named("spinner");
+                let spins = calls
+                    .get(&("Blocked.spin".to_string(), spinner[0]))
+                    .copied()
+                    .unwrap_or_default();
+                assert!(
+                    spins.0 > 0 && spins.0 - spins.1 <= 1,
+                    "{}: spinner {:?}",
+                    jdk.name,
+                    spins
+                );
+            }
+        }
+
+        #[test]
+        fn linux_390_platform_writes_big_endian_events() {
+            for jdk in jdks() {
+                let dir = scratch("bigendian");
+                let file = dir.join("be.trc");
+                let run = java(
+                    &jdk,
+                    Some(&format!(
+                        "{},platform=linux_390,file={}",
+                        CAPTURE,
+                        file.display()
+                    )),
+                    &["Fib"],
+                );
+                assert_eq!(run.code, Some(0));
+                let data = std::fs::read(&file).unwrap();
+                assert_eq!(
+                    &data[5..9],
+                    &55u32.to_le_bytes(),
+                    "header platform 55, little-endian"
+                );
+                let trace = read_trace(&file);
+                assert_eq!(total(&calls(&trace), "Fib.fib"), (21891, 21891));
+                // The first event, BEGIN_BURST, holds its ticks big-endian: read that way they lie
+                // just after the header's (little-endian) start ticks; read little-endian they do not.
+                assert_eq!(data[45], jinsight::BEGIN_BURST);
+                let raw: [u8; 8] = data[46..54].try_into().unwrap();
+                let start = trace.header.start_ticks;
+                let be = u64::from_be_bytes(raw);
+                assert!(
+                    be >= start && be - start < 1 << 40,
+                    "BE ticks {} vs start {}",
+                    be,
+                    start
+                );
+                assert!(u64::from_le_bytes(raw).abs_diff(start) > 1 << 40);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+
+        #[test]
+        fn include_and_exclude_select_classes() {
+            let jdk = &jdks()[0];
+            let (_, only) = traced(
+                jdk,
+                &format!("{},include=Workers*", CAPTURE),
+                &["Workers", "2"],
+            );
+            let names: Vec<String> = calls(&only).keys().map(|(m, _)| m.clone()).collect();
+            assert!(
+                names.iter().all(|m| m.starts_with("Workers")),
+                "{:?}",
+                names
+            );
+            assert_eq!(total(&calls(&only), "Workers.work"), (3000, 3000));
+            let (_, without) = traced(
+                jdk,
+                &format!("{},exclude=Workers", CAPTURE),
+                &["Workers", "2"],
+            );
+            let c = calls(&without);
+            assert_eq!(total(&c, "Workers.work"), (0, 0));
+            assert_eq!(
+                total(&c, "Workers$1.run"),
+                (2, 2),
+                "the anonymous class is not excluded"
+            );
+        }
+
+        #[test]
+        fn javac_compiling_an_example_is_traced() {
+            let jdk = &jdks()[0];
+            let dir = scratch("javac");
+            let file = dir.join("javac.trc");
+            let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/Fib.java");
+            let mut c = std::process::Command::new(jdk.java());
+            c.arg(format!(
+                "-agentpath:{}={},file={}",
+                agent().display(),
                 CAPTURE,
                 file.display()
-            )),
-            &["Fib"],
-        );
-        assert_eq!(run.code, Some(0));
-        let data = std::fs::read(&file).unwrap();
-        assert_eq!(
-            &data[5..9],
-            &55u32.to_le_bytes(),
-            "header platform 55, little-endian"
-        );
-        let trace = read_trace(&file);
-        assert_eq!(total(&calls(&trace), "Fib.fib"), (21891, 21891));
-        // The first event, BEGIN_BURST, holds its ticks big-endian: read that way they lie
-        // just after the header's (little-endian) start ticks; read little-endian they do not.
-        assert_eq!(data[45], jinsight::BEGIN_BURST);
-        let raw: [u8; 8] = data[46..54].try_into().unwrap();
-        let start = trace.header.start_ticks;
-        let be = u64::from_be_bytes(raw);
-        assert!(
-            be >= start && be - start < 1 << 40,
-            "BE ticks {} vs start {}",
-            be,
-            start
-        );
-        assert!(u64::from_le_bytes(raw).abs_diff(start) > 1 << 40);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
-
-#[test]
-fn include_and_exclude_select_classes() {
-    let jdk = &jdks()[0];
-    let (_, only) = traced(
-        jdk,
-        &format!("{},include=Workers*", CAPTURE),
-        &["Workers", "2"],
-    );
-    let names: Vec<String> = calls(&only).keys().map(|(m, _)| m.clone()).collect();
-    assert!(
-        names.iter().all(|m| m.starts_with("Workers")),
-        "{:?}",
-        names
-    );
-    assert_eq!(total(&calls(&only), "Workers.work"), (3000, 3000));
-    let (_, without) = traced(
-        jdk,
-        &format!("{},exclude=Workers", CAPTURE),
-        &["Workers", "2"],
-    );
-    let c = calls(&without);
-    assert_eq!(total(&c, "Workers.work"), (0, 0));
-    assert_eq!(
-        total(&c, "Workers$1.run"),
-        (2, 2),
-        "the anonymous class is not excluded"
-    );
-}
-
-#[test]
-fn javac_compiling_an_example_is_traced() {
-    let jdk = &jdks()[0];
-    let dir = scratch("javac");
-    let file = dir.join("javac.trc");
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/Fib.java");
-    let mut c = std::process::Command::new(jdk.java());
-    c.arg(format!(
-        "-agentpath:{}={},file={}",
-        agent().display(),
-        CAPTURE,
-        file.display()
-    ))
-    .args([
-        "-m",
-        "jdk.compiler/com.sun.tools.javac.Main",
-        "--release",
-        "8",
-        "-d",
-    ])
-    .arg(&dir)
-    .arg(&source);
-    let run = run(c);
-    assert_eq!(run.code, Some(0), "javac: {}", run.stderr);
-    assert!(dir.join("Fib.class").is_file(), "javac produced Fib.class");
-    let calls = calls(&read_trace(&file));
-    let (entries, leaves) = total(&calls, "com/sun/tools/javac/main/JavaCompiler.compile");
-    assert_eq!((entries, leaves), (1, 1), "one compilation");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn h2_sql_script_is_traced() {
-    let jar = std::path::Path::new("/usr/share/java/h2.jar");
-    assert!(
-        jar.is_file(),
-        "Debian's h2 is missing: apt-get install -y libh2-java"
-    );
-    let jdk = &jdks()[0];
-    let dir = scratch("h2");
-    let script = dir.join("script.sql");
-    std::fs::write(
-        &script,
-        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
-         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 2000);\n\
-         CREATE INDEX item_price ON item(price);\n\
-         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
-    )
-    .unwrap();
-    let file = dir.join("h2.trc");
-    let args = |c: &mut std::process::Command| {
-        c.arg("-cp")
-            .arg(jar)
+            ))
             .args([
-                "org.h2.tools.RunScript",
-                "-url",
-                "jdbc:h2:mem:jlive",
-                "-showResults",
-                "-script",
+                "-m",
+                "jdk.compiler/com.sun.tools.javac.Main",
+                "--release",
+                "8",
+                "-d",
             ])
-            .arg(&script);
-    };
-    let mut plain = std::process::Command::new(jdk.java());
-    args(&mut plain);
-    let plain = run(plain);
-    let mut c = std::process::Command::new(jdk.java());
-    c.arg(format!(
-        "-agentpath:{}={},file={}",
-        agent().display(),
-        CAPTURE,
-        file.display()
-    ));
-    args(&mut c);
-    let traced = run(c);
-    assert_eq!(traced.code, Some(0), "h2: {}", traced.stderr);
-    assert_eq!(traced.stdout, plain.stdout, "h2 output unchanged");
-    assert!(
-        traced.stdout.contains("1000"),
-        "h2 printed its result: {}",
-        traced.stdout
-    );
-    let calls = calls(&read_trace(&file));
-    let (entries, leaves) = total(&calls, "org/h2/tools/RunScript.main");
-    assert_eq!((entries, leaves), (1, 1));
-    let _ = std::fs::remove_dir_all(&dir);
-}
+            .arg(&dir)
+            .arg(&source);
+            let run = run(c);
+            assert_eq!(run.code, Some(0), "javac: {}", run.stderr);
+            assert!(dir.join("Fib.class").is_file(), "javac produced Fib.class");
+            let calls = calls(&read_trace(&file));
+            let (entries, leaves) = total(&calls, "com/sun/tools/javac/main/JavaCompiler.compile");
+            assert_eq!((entries, leaves), (1, 1), "one compilation");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
 
+        #[test]
+        fn h2_sql_script_is_traced() {
+            let jar = std::path::Path::new("/usr/share/java/h2.jar");
+            assert!(
+                jar.is_file(),
+                "Debian's h2 is missing: apt-get install -y libh2-java"
+            );
+            let jdk = &jdks()[0];
+            let dir = scratch("h2");
+            let script = h2_script(&dir);
+            let file = dir.join("h2.trc");
+            let args = |c: &mut std::process::Command| {
+                c.arg("-cp")
+                    .arg(jar)
+                    .args([
+                        "org.h2.tools.RunScript",
+                        "-url",
+                        "jdbc:h2:mem:jlive",
+                        "-showResults",
+                        "-script",
+                    ])
+                    .arg(&script);
+            };
+            let mut plain = std::process::Command::new(jdk.java());
+            args(&mut plain);
+            let plain = run(plain);
+            let mut c = std::process::Command::new(jdk.java());
+            c.arg(format!(
+                "-agentpath:{}={},file={}",
+                agent().display(),
+                CAPTURE,
+                file.display()
+            ));
+            args(&mut c);
+            let traced = run(c);
+            assert_eq!(traced.code, Some(0), "h2: {}", traced.stderr);
+            assert_eq!(traced.stdout, plain.stdout, "h2 output unchanged");
+            assert!(
+                traced.stdout.contains("1000"),
+                "h2 printed its result: {}",
+                traced.stdout
+            );
+            let calls = calls(&read_trace(&file));
+            let (entries, leaves) = total(&calls, "org/h2/tools/RunScript.main");
+            assert_eq!((entries, leaves), (1, 1));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     };
 }
 

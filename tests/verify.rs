@@ -125,15 +125,7 @@ fn h2_runs_its_script_with_every_class_instrumented_and_verified() {
         "Debian's h2 is missing: apt-get install -y libh2-java"
     );
     let dir = scratch("h2-script");
-    let script = dir.join("s.sql");
-    std::fs::write(
-        &script,
-        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
-         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 2000);\n\
-         CREATE INDEX item_price ON item(price);\n\
-         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
-    )
-    .unwrap();
+    let script = h2_script(&dir);
     let (classes, methods) = verified(
         "h2",
         &[

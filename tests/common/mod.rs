@@ -73,6 +73,21 @@ pub fn api_jar() -> PathBuf {
     PathBuf::from(env!("JLIVE_API_JAR"))
 }
 
+/// A SQL script for Debian's h2 in `dir`: a 2,000-row insert, an index and a query whose
+/// answer (1000 rows under 500) the output shows.
+pub fn h2_script(dir: &Path) -> PathBuf {
+    let script = dir.join("script.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
+         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 2000);\n\
+         CREATE INDEX item_price ON item(price);\n\
+         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
+    )
+    .expect("write the h2 script");
+    script
+}
+
 /// The compiled examples/ programs.
 pub fn classes() -> PathBuf {
     PathBuf::from(env!("JLIVE_EXAMPLE_CLASSES"))
