@@ -79,8 +79,6 @@ pub struct BurstState {
     count: u32,
     /// The current file's number (`%n`).
     file: u32,
-    /// Bursts begun by the `delay` timer (so `duration` ends only those).
-    pub timed: bool,
 }
 
 impl BurstState {
@@ -128,7 +126,7 @@ impl Profiler {
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
         state.opened = Some(Instant::now());
-        state.timed = false;
+
         state.count += 1;
         log::info(&format!("burst {} begun", state.count));
         Ok(format!("burst {} begun", state.count))

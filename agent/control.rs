@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,7 +101,7 @@ fn private_dir(dir: &Path) -> Result<(), String> {
 }
 
 fn bind_unix(path: &Path) -> Result<Listener, String> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket_like()) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
         let _ = std::fs::remove_file(path); // a stale socket of an earlier JVM with this pid
     }
     let l = UnixListener::bind(path)
@@ -112,17 +112,6 @@ fn bind_unix(path: &Path) -> Result<Listener, String> {
     *SOCKET_PATH.lock() = Some(path.to_path_buf());
     log::info(&format!("control socket {}", path.display()));
     Ok(Listener::Unix(l))
-}
-
-trait SocketLike {
-    fn is_socket_like(&self) -> bool;
-}
-
-impl SocketLike for std::fs::FileType {
-    fn is_socket_like(&self) -> bool {
-        use std::os::unix::fs::FileTypeExt;
-        self.is_socket()
-    }
 }
 
 /// Starts the control thread (socket and timers).

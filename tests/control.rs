@@ -317,11 +317,7 @@ fn the_java_api_drives_bursts_and_is_harmless_without_jlive() {
         assert_eq!(bursts[0].0.get("ApiDemo.work"), Some(&100), "{}", jdk.name);
         assert_eq!(bursts[0].1, ["burst: api", "halfway"], "{}", jdk.name);
         assert_eq!(bursts[1].0.get("ApiDemo.work"), Some(&30), "{}", jdk.name);
-        let items = trace
-            .events
-            .iter()
-            .filter(|(_, e)| matches!(e, Event::ObjectCreated { class, .. } if trace.class_name(*class) == "ApiDemo$Item"))
-            .count();
+        let items = created_of(&trace, "ApiDemo$Item").len();
         assert_eq!(items, 30, "{}: AllocOn records the 30 Items", jdk.name);
     }
 }

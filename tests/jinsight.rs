@@ -150,8 +150,8 @@ macro_rules! capture_tests {
                     &format!("{},alloc=on,gc=on", CAPTURE),
                     &["Alloc", "500"],
                 );
-                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
-                let (mut payloads, mut arrays) = (0, 0);
+                                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
+                let mut arrays = 0;
                 for (_, e) in &trace.events {
                     match e {
                         Event::ArrayDefined {
@@ -167,16 +167,12 @@ macro_rules! capture_tests {
                         {
                             arrays += 1
                         }
-                        Event::ObjectCreated { class, .. }
-                            if trace.class_name(*class) == "Alloc$Payload" =>
-                        {
-                            payloads += 1
-                        }
-                        _ => {}
+                                                _ => {}
                     }
                 }
-                assert_eq!(
-                    payloads, 500,
+                                assert_eq!(
+                    created_of(&trace, "Alloc$Payload").len(),
+                    500,
                     "{}: OBJECT_CREATED of Alloc$Payload",
                     jdk.name
                 );
@@ -217,21 +213,13 @@ macro_rules! capture_tests {
                     "{}",
                     jdk.name
                 );
-                let mut garbage = std::collections::HashSet::new();
-                let mut reclaimed = 0;
-                for (_, e) in &trace.events {
-                    match e {
-                        Event::ObjectCreated { object, class, .. }
-                            if trace.class_name(*class) == "Collect$Garbage" =>
-                        {
-                            garbage.insert(*object);
-                        }
-                        Event::ObjectReclaimed { object, .. } if garbage.contains(object) => {
-                            reclaimed += 1
-                        }
-                        _ => {}
-                    }
-                }
+                                let garbage: std::collections::HashSet<u32> =
+                    created_of(&trace, "Collect$Garbage").into_iter().collect();
+                let reclaimed = trace
+                    .events
+                    .iter()
+                    .filter(|(_, e)| matches!(e, Event::ObjectReclaimed { object, .. } if garbage.contains(object)))
+                    .count();
                 assert_eq!(garbage.len(), 300, "{}: Garbage objects created", jdk.name);
                 assert_eq!(reclaimed, 300, "{}: Garbage objects reclaimed", jdk.name);
             }

@@ -238,6 +238,20 @@ pub fn total(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> (u64, 
         .fold((0, 0), |acc, (_, &(e, l))| (acc.0 + e, acc.1 + l))
 }
 
+/// IDs of the objects of class `class` whose OBJECT_CREATED the trace holds, in order.
+pub fn created_of(trace: &Trace, class: &str) -> Vec<u32> {
+    trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::ObjectCreated {
+                object, class: c, ..
+            } if trace.class_name(*c) == class => Some(*object),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Threads on which a method was entered.
 pub fn threads_of(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> Vec<u32> {
     let mut v: Vec<u32> = calls
