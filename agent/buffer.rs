@@ -8,19 +8,23 @@
 //!
 //! Every buffer is registered with the hub when it is created, so a burst end, a roll or VM
 //! death can collect every thread's partial batch, including threads that are blocked or never
-//! return. Collection is a Dekker handshake per buffer: the collector sets the buffer's
-//! `paused` and then waits for its `busy` to be clear; an owner sets `busy` and then reads
-//! `paused` (both sides sequentially consistent), so either the owner sees the pause and waits
-//! (a few microseconds, while the collector swaps the vector), or the collector sees it busy
+//! return (a few microseconds, while the collector swaps the vector), or the collector sees it busy
 //! and waits the few nanoseconds until the record is stored. Nothing is lost either way. A
 //! burst end also clears `tracing` first, so that records stop once the burst is over.
+//!
+//! The owner's side of that handshake needs a store-load barrier between setting `busy` and
+//! reading `paused`, which on x86-64 is a locked instruction on every record. Where Linux
+//! offers `membarrier` (private expedited), the barrier moves to the rare side: the collector
+//! makes every thread of the process execute one after setting `paused`, and the owner only
+//! keeps the compiler from reordering. Without membarrier the owner fences as before.
 
 use crate::clock;
+use crate::ffi::os;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use jlive_writer::record::{Batch, Message, Record, RecordKind, ThreadKey};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// One thread's records. Only the owning thread appends; others collect under the handshake.
@@ -50,6 +54,26 @@ pub struct Hub {
     next_key: AtomicU32,
 }
 
+/// True once this process is registered for membarrier: owners need no hardware fence.
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+
+/// The owner's side of the handshake, between its store of `busy` and its load of `paused`.
+#[inline(always)]
+fn owner_fence() {
+    if ASYMMETRIC.load(Ordering::Relaxed) {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The collector's side: after its store of `paused`, before its load of `busy`.
+fn collector_fence() {
+    if !(ASYMMETRIC.load(Ordering::Relaxed) && os::membarrier()) {
+        fence(Ordering::SeqCst);
+    }
+}
+
 thread_local! {
     /// Fast access to this thread's buffer; the Arc in OWNER keeps it alive.
     static CURRENT: Cell<*const ThreadBuffer> = const { Cell::new(std::ptr::null()) };
@@ -76,6 +100,11 @@ impl Drop for Retire {
 impl Hub {
     /// A hub sending to `messages`; `pool` returns emptied vectors from the writer.
     pub fn new(messages: Sender<Message>, pool: Receiver<Vec<Record>>, buffer_bytes: usize) -> Hub {
+        // Registered before any buffer exists, so no owner ever skipped a fence that a
+        // collector did not make up for.
+        if os::membarrier_register() {
+            ASYMMETRIC.store(true, Ordering::SeqCst);
+        }
         Hub {
             tracing: AtomicBool::new(false),
             messages,
@@ -183,6 +212,7 @@ impl Hub {
             let records = {
                 let _cold = buffer.cold.lock();
                 buffer.paused.store(true, Ordering::SeqCst);
+                collector_fence();
                 while buffer.busy.load(Ordering::SeqCst) {
                     std::hint::spin_loop();
                     std::thread::yield_now();
@@ -251,7 +281,7 @@ impl ThreadBuffer {
             return false;
         }
         self.busy.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        owner_fence();
         while self.paused.load(Ordering::Relaxed) {
             self.wait_for_collector();
         }
@@ -289,7 +319,7 @@ impl ThreadBuffer {
             std::hint::spin_loop();
         }
         self.busy.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        owner_fence();
     }
 
     #[cold]

@@ -38,6 +38,8 @@ const HELP: &str =
                     one-byte: 1 start, 2 stop, 3 roll (answered with the byte 9)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// Written by [`stop`] so that the control thread's poll returns at once.
+static WAKE: Mutex<Option<UnixStream>> = Mutex::new(None);
 /// The Unix socket to remove at exit.
 static SOCKET_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
@@ -116,6 +118,9 @@ fn bind_unix(path: &Path) -> Result<Listener, String> {
 
 /// Starts the control thread (socket and timers).
 pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Result<JoinHandle<()>> {
+    let (wake, woken) = UnixStream::pair()?;
+    woken.set_nonblocking(true)?;
+    *WAKE.lock() = Some(wake);
     std::thread::Builder::new()
         .name("jlive-control".into())
         .spawn(move || {
@@ -125,13 +130,21 @@ pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Resul
                 log::warn("the control thread cannot attach to the JVM; control is off");
                 return;
             }
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(p, listener)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                serve(p, listener, woken)
+            }));
+            // A thread left attached stays "in native" for HotSpot, whose exit then waits
+            // 300 ms for it to come back.
+            p.vm.detach_current();
         })
 }
 
 /// Asks the control thread to finish, and removes the socket.
 pub fn stop(_p: &Profiler) {
     STOP.store(true, Ordering::SeqCst);
+    if let Some(mut wake) = WAKE.lock().take() {
+        let _ = wake.write_all(b"x");
+    }
     remove_socket();
 }
 
@@ -218,7 +231,7 @@ impl Timers {
     }
 }
 
-fn serve(p: &'static Profiler, listener: Option<Listener>) {
+fn serve(p: &'static Profiler, listener: Option<Listener>, woken: UnixStream) {
     let jvmti = p.jvmti;
     let mut timers = Timers::new(p);
     let mut clients: Vec<Client> = Vec::new();
@@ -245,6 +258,11 @@ fn serve(p: &'static Profiler, listener: Option<Listener>) {
                 revents: 0,
             });
         }
+        fds.push(libc::pollfd {
+            fd: woken.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
         let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
         let ready = os::poll(&mut fds, millis);
         timers.fire(p, jvmti);

@@ -274,4 +274,14 @@ impl Vm {
         };
         (rc == 0 && !env.is_null()).then_some(env as *mut JNIEnv)
     }
+
+    /// Detaches the calling thread, attached by [`Vm::attach_daemon`]; it must hold no
+    /// monitors and have no Java frames (a thread the agent started itself).
+    pub fn detach_current(&self) {
+        // SAFETY: the JavaVM is live; detaching a thread that is not attached is a no-op error.
+        if let Some(detach) = unsafe { (**self.0).DetachCurrentThread } {
+            // SAFETY: as above; called on the thread being detached.
+            let _ = unsafe { detach(self.0) };
+        }
+    }
 }

@@ -7,7 +7,7 @@
 
 use crate::record::{Message, Record};
 use crate::session::{Session, SessionCounts};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 /// The longest time written events stay in memory.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// While messages keep coming, the writer polls the channel at this interval instead of
+/// blocking on it: a blocked receiver makes every send wake it (a futex call and a context
+/// switch on the sending JVM thread, per batch), a polling one costs the senders nothing.
+const POLL: Duration = Duration::from_micros(200);
+
+/// How long after the last message the writer keeps polling before it blocks again (an idle
+/// writer must not wake 5,000 times a second).
+const BUSY_SPELL: Duration = Duration::from_millis(50);
 
 /// What the writer reports when the file is closed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,6 +93,7 @@ pub fn run<W: Write + Seek>(
         done_bursts: 0,
     };
     let mut last_flush = Instant::now();
+    let mut last_message = Instant::now();
     let mut dirty = false;
     loop {
         // With nothing unflushed there is no deadline: wait for the next message (a whole
@@ -93,7 +103,19 @@ pub fn run<W: Write + Seek>(
         } else {
             FLUSH_INTERVAL
         };
-        match messages.recv_timeout(wait) {
+        let received = match messages.try_recv() {
+            Ok(m) => Ok(m),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) if last_message.elapsed() < BUSY_SPELL => {
+                std::thread::sleep(POLL.min(wait));
+                Err(RecvTimeoutError::Timeout)
+            }
+            Err(TryRecvError::Empty) => messages.recv_timeout(wait),
+        };
+        if received.is_ok() {
+            last_message = Instant::now();
+        }
+        match received {
             Ok(Message::Batch(mut batch)) => {
                 dirty = true;
                 l.apply(|s| s.batch(&batch));
