@@ -20,18 +20,24 @@ trap 'rm -rf "$work"' EXIT
 cargo build --release -q --workspace
 cargo build --release -q --example instrument
 lib=$PWD/target/release/libjlive.so
-"$JAVA_HOME/bin/javac" -d "$work" bench/CallBench.java
-gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
-    -o "$work/libempty.so" bench/empty_agent.c
+"$JAVA_HOME/bin/javac" -d "$work" bench/CallBench.java bench/FloorBench.java
+for c in empty_agent floor_natives; do
+    gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
+        -o "$work/lib$c.so" "bench/$c.c"
+done
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 
-callbench() { # JAVA ITERATIONS agent-args...
-    local j=$1 n=$2
+callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench]
+    local j=$1 n=$2 main=CallBench
     shift 2
+    if [ $# -ge 2 ] && [ "${*: -2:1}" = "--" ]; then
+        main=${*: -1}
+        set -- "${@:1:$#-2}"
+    fi
     for _ in $(seq "$runs"); do
-        "$j" "$@" -cp "$work" CallBench "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
+        "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
         rm -f "$work"/cb.trc "$work"/cb.jfr
     done | median
 }
@@ -39,7 +45,8 @@ callbench() { # JAVA ITERATIONS agent-args...
 echo "== CallBench: loop -> mid -> leaf, 3 traced calls per iteration, trace written to a file"
 echo "   median of $runs runs; $("$java" -version 2>&1 | head -1); $(nproc) cores"
 none=$(callbench "$java" "$iterations")
-empty=$(callbench "$java" 1000000 -agentpath:"$work/libempty.so")
+empty=$(callbench "$java" 1000000 -agentpath:"$work/libempty_agent.so")
+floor=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench)
 events=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc")
 bci=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
 paused=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc")
@@ -51,12 +58,14 @@ printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
 row "no agent" "$none"
 row "JVMTI empty MethodEntry/Exit callbacks" "$empty"
+row "JNI native + rdtsc + TLS store (the floor)" "$floor"
 row "jlive capture=events" "$events"
 row "jlive capture=bci" "$bci"
 row "jlive capture=bci, paused (trampolines only)" "$paused"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
 echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
 echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
+echo "bci / floor: $(ratio "$bci" "$floor")x (target 40/27 = 1.5x); events / bci: $(ratio "$events" "$bci")x (target 10x)"
 echo
 
 echo "== rewriter: cost per class, without a JVM (Debian's h2.jar, unpacked)"

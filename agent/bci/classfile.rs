@@ -14,7 +14,9 @@
 //! ```
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Why a class file could not be read or rewritten.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +83,54 @@ pub enum Constant<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct ConstantPool<'a> {
     pub entries: Vec<Constant<'a>>,
+    /// Hash of (tag, payload) to the first entry with that hash: built on the first `add_*`,
+    /// so that the rewriter's lookups (several per method, one per stack-map type) do not
+    /// scan the pool. A hash collision falls back to the scan.
+    index: Option<HashMap<u64, u16, BuildHasherDefault<Prehashed>>>,
+}
+
+/// FNV-1a over a constant's tag and payload.
+fn constant_hash(tag: u8, payload: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ u64::from(tag);
+    for &b in payload {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The hasher of a map whose keys are already hashes.
+#[derive(Default, Clone, Copy, Debug)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+impl Constant<'_> {
+    fn hash(&self) -> Option<u64> {
+        match self {
+            Constant::Utf8(s) => Some(constant_hash(1, s.as_bytes())),
+            Constant::Other(tag, p) => Some(constant_hash(*tag, p)),
+            Constant::Gap => None,
+        }
+    }
+    fn is(&self, tag: u8, payload: &[u8]) -> bool {
+        match self {
+            Constant::Utf8(s) => tag == 1 && s.as_bytes() == payload,
+            Constant::Other(t, p) => *t == tag && p.as_ref() == payload,
+            Constant::Gap => false,
+        }
+    }
 }
 
 impl<'a> ConstantPool<'a> {
@@ -120,7 +170,10 @@ impl<'a> ConstantPool<'a> {
                 entries.push(Constant::Gap);
             }
         }
-        Ok(ConstantPool { entries })
+        Ok(ConstantPool {
+            entries,
+            index: None,
+        })
     }
 
     fn write(&self, out: &mut Vec<u8>) {
@@ -215,27 +268,49 @@ impl<'a> ConstantPool<'a> {
         if index >= 0xFFFF {
             return err("the constant pool is full");
         }
+        if let (Some(map), Some(h)) = (self.index.as_mut(), c.hash()) {
+            map.entry(h).or_insert(index as u16);
+        }
         self.entries.push(c);
         Ok(index as u16)
     }
 
+    /// The index of an entry equal to (tag, payload), if there is one.
+    fn find(&mut self, tag: u8, payload: &[u8]) -> Option<u16> {
+        let entries = &self.entries;
+        let map = self.index.get_or_insert_with(|| {
+            let mut map = HashMap::with_capacity_and_hasher(entries.len() * 2, Default::default());
+            for (i, e) in entries.iter().enumerate().skip(1) {
+                if let Some(h) = e.hash() {
+                    map.entry(h).or_insert(i as u16);
+                }
+            }
+            map
+        });
+        let &i = map.get(&constant_hash(tag, payload))?;
+        if entries
+            .get(usize::from(i))
+            .is_some_and(|e| e.is(tag, payload))
+        {
+            return Some(i);
+        }
+        // Two constants with one hash: look the slow way.
+        (1..entries.len())
+            .find(|&i| entries[i].is(tag, payload))
+            .map(|i| i as u16)
+    }
+
     /// An existing or new Utf8 constant.
     pub fn add_utf8(&mut self, s: &str) -> Result<u16> {
-        if let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| matches!(e, Constant::Utf8(x) if x == s))
-        {
-            return Ok(i as u16);
+        if let Some(i) = self.find(1, s.as_bytes()) {
+            return Ok(i);
         }
         self.push(Constant::Utf8(Cow::Owned(s.to_string())))
     }
 
     fn add_other(&mut self, tag: u8, payload: Vec<u8>) -> Result<u16> {
-        if let Some(i) = self.entries.iter().position(
-            |e| matches!(e, Constant::Other(t, p) if *t == tag && p.as_ref() == payload.as_slice()),
-        ) {
-            return Ok(i as u16);
+        if let Some(i) = self.find(tag, &payload) {
+            return Ok(i);
         }
         self.push(Constant::Other(tag, Cow::Owned(payload)))
     }
