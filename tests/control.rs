@@ -537,3 +537,49 @@ fn the_default_socket_is_private_listed_and_removed_at_exit() {
     jvm.quit();
     assert!(!socket.exists(), "removed at exit");
 }
+
+/// The control thread is a JNI-attached daemon: left attached when it ends, HotSpot counts it
+/// as a thread in native code and waits 300 ms for it at every exit. Every thread the JVM
+/// saw attached must have detached (or exited) by the time the JVM is gone.
+#[test]
+fn the_control_thread_detaches_before_the_jvm_exits() {
+    for jdk in jdks() {
+        let dir = scratch("detach");
+        let log = dir.join("threads.log");
+        let run = java(
+            &jdk,
+            Some(&format!("file={}", dir.join("t.trc").display())),
+            &[
+                &format!("-Xlog:os+thread=info:file={}", log.display()),
+                "Fib",
+            ],
+        );
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let text = std::fs::read_to_string(&log).expect("the thread log");
+        // "Thread attached (tid: N, ...", "JavaThread detaching ([name: "x", ]tid: N)."
+        let tids = |markers: &[&str]| -> std::collections::HashSet<String> {
+            text.lines()
+                .filter(|l| markers.iter().any(|m| l.contains(m)))
+                .filter_map(|l| {
+                    let rest = &l[l.find("tid: ")? + 5..];
+                    Some(rest.chars().take_while(|c| c.is_ascii_digit()).collect())
+                })
+                .collect()
+        };
+        let attached = tids(&["Thread attached ("]);
+        let gone = tids(&["JavaThread detaching (", "JavaThread exiting ("]);
+        assert!(
+            attached.len() >= 2,
+            "{}: the launcher and jlive-control attach: {}",
+            jdk.name,
+            text
+        );
+        let stuck: Vec<&String> = attached.difference(&gone).collect();
+        assert!(
+            stuck.is_empty(),
+            "{}: threads never detached: {:?}",
+            jdk.name,
+            stuck
+        );
+    }
+}
