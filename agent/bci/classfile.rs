@@ -13,10 +13,11 @@
 //!            u2 n + (u2 start, u2 end, u2 handler, u2 catch_type)[n], u2 n + attribute_info[n]
 //! ```
 
+use jlive_writer::keyhash::KeyHasher;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 /// Why a class file could not be read or rewritten.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +87,7 @@ pub struct ConstantPool<'a> {
     /// Hash of (tag, payload) to the first entry with that hash: built on the first `add_*`,
     /// so that the rewriter's lookups (several per method, one per stack-map type) do not
     /// scan the pool. A hash collision falls back to the scan.
-    index: Option<HashMap<u64, u16, BuildHasherDefault<Prehashed>>>,
+    index: Option<HashMap<u64, u16, BuildHasherDefault<KeyHasher>>>,
 }
 
 /// FNV-1a over a constant's tag and payload.
@@ -96,24 +97,6 @@ fn constant_hash(tag: u8, payload: &[u8]) -> u64 {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
     h
-}
-
-/// The hasher of a map whose keys are already hashes.
-#[derive(Default, Clone, Copy, Debug)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
 }
 
 impl Constant<'_> {
@@ -680,5 +663,40 @@ mod tests {
             assert_eq!(decode_modified_utf8(&encode_modified_utf8(s)), s);
         }
         assert_eq!(encode_modified_utf8("\0"), [0xC0, 0x80]);
+    }
+
+    #[test]
+    fn constants_are_found_not_repeated() {
+        let mut pool = ConstantPool {
+            entries: vec![
+                Constant::Gap,
+                Constant::Utf8(Cow::Borrowed("Code")),
+                Constant::Other(7, Cow::Borrowed(&[0, 1])),
+                Constant::Other(5, Cow::Borrowed(&[0; 8])),
+                Constant::Gap,
+            ],
+            index: None,
+        };
+        // Entries read from the class, then ones added, are found by tag and payload.
+        assert_eq!(pool.add_utf8("Code").unwrap(), 1);
+        assert_eq!(pool.add_other(7, vec![0, 1]).unwrap(), 2);
+        let s = pool.add_utf8("StackMapTable").unwrap();
+        assert_eq!(s, 5);
+        assert_eq!(pool.add_utf8("StackMapTable").unwrap(), s);
+        let k = pool.add_integer(42).unwrap();
+        assert_eq!(pool.add_integer(42).unwrap(), k);
+        assert_ne!(pool.add_integer(43).unwrap(), k);
+        // A Utf8 and an Integer with equal bytes are different constants.
+        let t = pool.add_utf8("\0\0\0*").unwrap();
+        assert_ne!(t, k);
+        // An entry the index has not seen (pushed behind its back) is not confused with
+        // another one of the same hash: equality is checked on the entry itself.
+        pool.entries.push(Constant::Utf8(Cow::Borrowed("late")));
+        let late = pool.add_utf8("late").unwrap();
+        assert_eq!(
+            pool.entries[usize::from(late)],
+            Constant::Utf8(Cow::Borrowed("late"))
+        );
+        assert_eq!(pool.entries.len(), 11);
     }
 }

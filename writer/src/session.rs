@@ -8,35 +8,12 @@
 
 use crate::filter::ClassFilter;
 use crate::jinsight::{self, ClassLoad, Encoder, Event, MemberDef};
+use crate::keyhash::KeyHasher;
 use crate::record::*;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::io::{self, Seek, Write};
 use std::sync::Arc;
-
-/// Hashes the integer keys of the session's tables (method keys are pointers, class and
-/// thread keys serials) with one multiply: they need no protection from crafted collisions.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (n ^ (n >> 29))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(21);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-}
 
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
