@@ -23,7 +23,7 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// How long after the last message the writer keeps polling before it blocks again (an idle
 /// writer must not wake 5,000 times a second).
-const BUSY_SPELL: Duration = Duration::from_millis(50);
+const BUSY_SPELL: Duration = Duration::from_millis(10);
 
 /// What the writer reports when the file is closed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
