@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use jlive_writer::jinsight::Event;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -192,22 +191,13 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
         .filter(|(_, e)| matches!(e, Event::BeginBurst { .. }))
         .count();
     assert_eq!(bursts, 1);
-    let mut threads = HashSet::new();
-    for (_, e) in &trace.events {
-        if let Event::MethodEnter {
-            thread,
-            class,
-            method,
-            ..
-        } = e
-        {
-            if trace.method_name(*class, *method)
-                == "org/apache/catalina/core/StandardWrapperValve.invoke"
-            {
-                threads.insert(trace.thread_name(*thread));
-            }
-        }
-    }
+    let threads: Vec<String> = threads_of(
+        &calls(&trace),
+        "org/apache/catalina/core/StandardWrapperValve.invoke",
+    )
+    .into_iter()
+    .map(|t| trace.thread_name(t))
+    .collect();
     assert!(
         threads.len() >= 2,
         "request processing on several threads: {:?}",

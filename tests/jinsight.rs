@@ -150,7 +150,7 @@ macro_rules! capture_tests {
                     &format!("{},alloc=on,gc=on", CAPTURE),
                     &["Alloc", "500"],
                 );
-                                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
+                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
                 let mut arrays = 0;
                 for (_, e) in &trace.events {
                     match e {
@@ -167,10 +167,10 @@ macro_rules! capture_tests {
                         {
                             arrays += 1
                         }
-                                                _ => {}
+                        _ => {}
                     }
                 }
-                                assert_eq!(
+                assert_eq!(
                     created_of(&trace, "Alloc$Payload").len(),
                     500,
                     "{}: OBJECT_CREATED of Alloc$Payload",
@@ -213,7 +213,7 @@ macro_rules! capture_tests {
                     "{}",
                     jdk.name
                 );
-                                let garbage: std::collections::HashSet<u32> =
+                let garbage: std::collections::HashSet<u32> =
                     created_of(&trace, "Collect$Garbage").into_iter().collect();
                 let reclaimed = trace
                     .events
