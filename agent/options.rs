@@ -44,6 +44,8 @@ pub struct Options {
     pub gc: Gc,
     pub alloc: bool,
     pub objects: bool,
+    /// `inline=on`: instrumented methods stay short enough for the JIT to inline (capture=bci).
+    pub inline: bool,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub tsc: bool,
@@ -71,6 +73,7 @@ impl Default for Options {
             gc: Gc::Light,
             alloc: false,
             objects: false,
+            inline: false,
             include: Vec::new(),
             exclude: Vec::new(),
             tsc: true,
@@ -148,6 +151,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "objects",
         "off | on",
         "receiver object IDs on entries of instance methods",
+    ),
+    (
+        "inline",
+        "off | on",
+        "capture=bci: may the JIT inline instrumented methods (off: padded past its limit, cheaper compiles)",
     ),
     (
         "include",
@@ -342,6 +350,7 @@ impl Options {
             }
             "alloc" => self.alloc = on_off(key, value)?,
             "objects" => self.objects = on_off(key, value)?,
+            "inline" => self.inline = on_off(key, value)?,
             "include" => self.include = list(value),
             "exclude" => self.exclude = list(value),
             "clock" => {

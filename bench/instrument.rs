@@ -30,6 +30,7 @@ fn main() {
             objects: true,
             alloc: true,
             wrap_natives: true,
+            inlinable: false,
         },
     ] {
         let (mut methods, mut skipped, mut failed, mut bytes) = (0u64, 0u64, 0u64, 0usize);

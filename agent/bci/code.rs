@@ -24,6 +24,7 @@ pub const WIDE: u8 = 196;
 pub const MULTIANEWARRAY: u8 = 197;
 pub const GOTO_W: u8 = 200;
 pub const JSR_W: u8 = 201;
+pub const ICONST_0: u8 = 3;
 pub const DUP: u8 = 89;
 pub const SIPUSH: u8 = 17;
 pub const LDC_W: u8 = 19;

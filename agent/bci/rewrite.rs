@@ -6,7 +6,16 @@
 //!   before each xreturn      push KEY ; invokestatic JliveTrampoline.exit(I)V
 //!   after each allocation    dup ; invokestatic JliveTrampoline.allocated(Object)V  (alloc=on)
 //!   catch-all handler        push KEY ; invokestatic exit ; athrow   (last in the table)
+//!   dead padding             iconst_0 ; lookupswitch (every target: that iconst_0)
 //! ```
+//!
+//! The padding (unless `inline=on`) makes every instrumented method longer than HotSpot's
+//! FreqInlineSize, so that neither C1 nor C2 inlines it: a C2 compilation that inlines a
+//! hundred instrumented methods holds hundreds of trampoline calls, each of which ends every
+//! register's live range, and its register allocation takes up to a second (h2's
+//! `MVMap.operate`, compiled three times). The trampolines cost far more than the calls that
+//! inlining saves. The block is never reached; it costs ~300 bytes of metaspace per small
+//! method.
 //!
 //! Constructors get two catch-all handlers: one for the code before super()/this(), whose
 //! frame keeps `uninitializedThis` (JVMS §4.10.1.6 forbids covering it otherwise), and one
@@ -45,7 +54,13 @@ pub struct Weave {
     pub alloc: bool,
     /// Wrap native methods (only when the class is loaded for the first time).
     pub wrap_natives: bool,
+    /// Leave methods short enough for the JIT to inline (no padding; `inline=on`).
+    pub inlinable: bool,
 }
+
+/// HotSpot's FreqInlineSize (JDK 17 to 25, every 64-bit platform): neither compiler inlines a
+/// method with more bytecode than this, however hot the call site.
+pub const INLINE_LIMIT: usize = 325;
 
 /// The result for one class.
 #[derive(Clone, Debug, Default)]
@@ -325,6 +340,35 @@ fn call(method: u16) -> [u8; 3] {
     [code::INVOKESTATIC, (method >> 8) as u8, method as u8]
 }
 
+/// Pads `code` past [`INLINE_LIMIT`] with a block that is never reached, `iconst_0;
+/// lookupswitch` with every target on that `iconst_0`, and returns the block's offset (its
+/// stack map frame has empty locals and stack). One instruction, so the verifier and HotSpot's
+/// bytecode rewriter step over it at once.
+fn pad_past_inlining(code: &mut Vec<u8>) -> Option<usize> {
+    if code.len() > INLINE_LIMIT {
+        return None;
+    }
+    let block = code.len();
+    code.push(code::ICONST_0);
+    let switch = code.len();
+    code.push(code::LOOKUPSWITCH);
+    code.extend(std::iter::repeat_n(0u8, switch_pad(switch)));
+    // default, npairs, pairs. At least one pair: HotSpot rejects a lookupswitch without pairs
+    // that ends the code ("Bad instruction").
+    let pairs = (INLINE_LIMIT + 1)
+        .saturating_sub(code.len() + 8)
+        .div_ceil(8)
+        .max(1);
+    let back = (block as i32 - switch as i32).to_be_bytes();
+    code.extend_from_slice(&back);
+    code.extend_from_slice(&(pairs as i32).to_be_bytes());
+    for key in 0..pairs as i32 {
+        code.extend_from_slice(&key.to_be_bytes());
+        code.extend_from_slice(&back);
+    }
+    Some(block)
+}
+
 /// Where each original instruction lands.
 struct Layout {
     /// Start of what replaces instruction k (its prefix, if any).
@@ -461,6 +505,11 @@ fn rewrite(
     if out.len() > 0xFFFF {
         return err("would outgrow the 64 KiB code limit");
     }
+    let padding = if weave.inlinable {
+        None
+    } else {
+        pad_past_inlining(&mut out)
+    };
 
     let mut handlers = Vec::with_capacity(code.handlers.len() + 2);
     for h in &code.handlers {
@@ -513,6 +562,13 @@ fn rewrite(
             handler: catch_all as u16,
             catch_type: 0,
         }),
+    }
+    if let Some(offset) = padding {
+        catch_frames.push(Frame {
+            offset,
+            locals: Vec::new(),
+            stack: Vec::new(),
+        });
     }
 
     let mut attributes = Vec::new();

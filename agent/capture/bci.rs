@@ -78,6 +78,7 @@ fn weave(p: &Profiler, first_load: bool) -> Weave {
         objects: p.options.objects,
         alloc: p.options.alloc,
         wrap_natives: first_load && p.caps.has(crate::ffi::jvmti::cap::SET_NATIVE_METHOD_PREFIX),
+        inlinable: p.options.inline,
     }
 }
 
