@@ -69,6 +69,21 @@ struct ClassSlot {
     methods: usize,
 }
 
+/// The state of thread `key`: the current one, or one from the table. A function of the two
+/// fields rather than a method, so that the encoder can be borrowed beside it.
+#[inline]
+fn state_of<'a>(
+    current: &'a mut (ThreadKey, ThreadState),
+    threads: &'a mut Map<ThreadKey, ThreadState>,
+    key: ThreadKey,
+) -> &'a mut ThreadState {
+    if current.0 == key {
+        &mut current.1
+    } else {
+        threads.entry(key).or_default()
+    }
+}
+
 /// Turns batches into events on one encoder.
 pub struct Session<W: Write + Seek> {
     encoder: Encoder<W>,
@@ -221,12 +236,9 @@ impl<W: Write + Seek> Session<W> {
     }
 
     /// The state of a thread: the one whose batch is being written, or one from the table.
+    #[inline]
     fn state(&mut self, key: ThreadKey) -> &mut ThreadState {
-        if self.current.0 == key {
-            &mut self.current.1
-        } else {
-            self.threads.entry(key).or_default()
-        }
+        state_of(&mut self.current, &mut self.threads, key)
     }
 
     fn tick(&mut self, ticks: u64) {
@@ -280,9 +292,9 @@ impl<W: Write + Seek> Session<W> {
 
     fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
         let target = self.method(r.key, r.ticks)?;
+        let state = state_of(&mut self.current, &mut self.threads, thread);
         if !self.config.entries_only {
-            let frames = &mut self.state(thread).frames;
-            frames.push(Frame {
+            state.frames.push(Frame {
                 key: r.key,
                 traced: target.is_some(),
                 overhead: r.extra,
@@ -291,7 +303,10 @@ impl<W: Write + Seek> Session<W> {
         let Some((class, method)) = target else {
             return Ok(());
         };
-        let id = self.thread_id(thread, r.ticks)?;
+        let id = match state.id {
+            Some(id) => id,
+            None => self.thread_id(thread, r.ticks)?,
+        };
         let object = if r.arg != NO_OBJECT && self.object_defined(r.arg) {
             r.arg
         } else {
@@ -319,19 +334,22 @@ impl<W: Write + Seek> Session<W> {
     }
 
     fn method_exit(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
-        let state = self.state(thread);
+        let state = state_of(&mut self.current, &mut self.threads, thread);
         // The frame this exit closes is the top one, except when exits were missed (an
         // exception out of a constructor's super() call under capture=bci): then the frames
         // above it are left here too. An exit of no open frame was entered before the burst.
         let Some(depth) = state.frames.iter().rposition(|f| f.key == r.key) else {
             return Ok(());
         };
-        while self.state(thread).frames.len() > depth {
-            let state = self.state(thread);
-            let (Some(frame), id) = (state.frames.pop(), state.id) else {
+        let Some(id) = state.id else {
+            state.frames.truncate(depth); // a thread with no traced entry has nothing to leave
+            return Ok(());
+        };
+        while state.frames.len() > depth {
+            let Some(frame) = state.frames.pop() else {
                 break;
             };
-            if let (true, Some(id)) = (frame.traced, id) {
+            if frame.traced {
                 let overhead = u64::from(frame.overhead) + u64::from(r.extra);
                 self.encoder.method_leave(r.ticks, overhead, id)?;
             }
