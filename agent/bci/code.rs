@@ -231,24 +231,37 @@ pub fn analyze(
     });
     let mut result = Analysis::default();
     let mut allocations = std::collections::BTreeSet::new();
+    // The state being stepped, and the states at a handler (by `this_init`): made once, so
+    // that a step allocates only when it reaches an instruction for the first time.
+    let mut state = State {
+        stack: Vec::new(),
+        this_init: true,
+    };
+    let at_handler = [false, true].map(|this_init| State {
+        stack: vec![Slot::Other],
+        this_init,
+    });
     let mut steps = 0usize;
     while let Some(k) = work.pop() {
         steps += 1;
         if steps > 50 * insns.len() + 1000 {
             return err("stack analysis does not converge");
         }
-        let Some(state) = states[k].clone() else {
+        let Some(before) = &states[k] else {
             continue;
         };
+        state.stack.clone_from(&before.stack);
+        state.this_init = before.this_init;
+        let this_init_before = before.this_init;
         let insn = insns[k];
         if matches!(insn.op, JSR | JSR_W | RET) {
             return err("jsr/ret subroutines are not instrumented");
         }
-        let out = step(
+        step(
             bytes,
             pool,
             &insn,
-            state.clone(),
+            &mut state,
             &mut result,
             &mut allocations,
         )?;
@@ -262,11 +275,12 @@ pub fn analyze(
                 if hk == usize::MAX {
                     return err("handler outside the code");
                 }
-                let hs = State {
-                    stack: vec![Slot::Other],
-                    this_init: state.this_init,
-                };
-                merge(&mut states, &mut work, hk, hs)?;
+                merge(
+                    &mut states,
+                    &mut work,
+                    hk,
+                    &at_handler[usize::from(this_init_before)],
+                )?;
             }
         }
         for t in next {
@@ -274,7 +288,7 @@ pub fn analyze(
             if tk == usize::MAX {
                 return err(format!("branch into the middle of an instruction at {}", t));
             }
-            merge(&mut states, &mut work, tk, out.clone())?;
+            merge(&mut states, &mut work, tk, &state)?;
         }
     }
     result.allocations = allocations.into_iter().collect();
@@ -285,11 +299,11 @@ fn merge(
     states: &mut [Option<State>],
     work: &mut Vec<usize>,
     k: usize,
-    incoming: State,
+    incoming: &State,
 ) -> Result<()> {
     match &mut states[k] {
         None => {
-            states[k] = Some(incoming);
+            states[k] = Some(incoming.clone());
             work.push(k);
         }
         Some(existing) => {
@@ -332,18 +346,12 @@ fn step(
     code: &[u8],
     pool: &ConstantPool,
     i: &Insn,
-    mut s: State,
+    s: &mut State,
     result: &mut Analysis,
     allocations: &mut std::collections::BTreeSet<usize>,
-) -> Result<State> {
+) -> Result<()> {
     let st = &mut s.stack;
     let cp = |at: usize| u2(code, at);
-    let take = |st: &Vec<Slot>, n: usize| -> Result<Vec<Slot>> {
-        if st.len() < n {
-            return err("operand stack underflow");
-        }
-        Ok(st[st.len() - n..].to_vec())
-    };
     let (pops, pushes): (usize, usize) = match i.op {
         0 => (0, 0),
         1..=8 => (0, 1),
@@ -379,41 +387,41 @@ fn step(
         87 => (1, 0),
         88 => (2, 0),
         DUP => {
-            let t = take(st, 1)?;
+            let t = top::<1>(st)?;
             st.extend(t);
             (0, 0)
         }
         90 => {
-            let t = take(st, 2)?;
+            let t = top::<2>(st)?;
             pop(st, 2)?;
             st.extend([t[1], t[0], t[1]]);
             (0, 0)
         }
         91 => {
-            let t = take(st, 3)?;
+            let t = top::<3>(st)?;
             pop(st, 3)?;
             st.extend([t[2], t[0], t[1], t[2]]);
             (0, 0)
         }
         92 => {
-            let t = take(st, 2)?;
+            let t = top::<2>(st)?;
             st.extend(t);
             (0, 0)
         }
         93 => {
-            let t = take(st, 3)?;
+            let t = top::<3>(st)?;
             pop(st, 3)?;
             st.extend([t[1], t[2], t[0], t[1], t[2]]);
             (0, 0)
         }
         94 => {
-            let t = take(st, 4)?;
+            let t = top::<4>(st)?;
             pop(st, 4)?;
             st.extend([t[2], t[3], t[0], t[1], t[2], t[3]]);
             (0, 0)
         }
         95 => {
-            let t = take(st, 2)?;
+            let t = top::<2>(st)?;
             pop(st, 2)?;
             st.extend([t[1], t[0]]);
             (0, 0)
@@ -484,7 +492,7 @@ fn step(
                 s.this_init = true;
                 result.super_call.get_or_insert(i.pc);
             }
-            return Ok(s);
+            return Ok(());
         }
         NEW => {
             st.push(Slot::New(i.pc));
@@ -521,7 +529,15 @@ fn step(
     };
     pop(st, pops)?;
     push(st, pushes);
-    Ok(s)
+    Ok(())
+}
+
+/// The top `N` slots, bottom first.
+fn top<const N: usize>(st: &[Slot]) -> Result<[Slot; N]> {
+    match st.len().checked_sub(N) {
+        Some(at) => Ok(std::array::from_fn(|k| st[at + k])),
+        None => err("operand stack underflow"),
+    }
 }
 
 #[cfg(test)]

@@ -486,7 +486,9 @@ fn rewrite(
         }
     };
 
-    let mut out = prologue.clone();
+    // The body, two handlers and the padding, without a reallocation.
+    let mut out = Vec::with_capacity((l.end + 2 * (exit.len() + 1)).max(INLINE_LIMIT + 16));
+    out.extend_from_slice(&prologue);
     for (k, i) in insns.iter().enumerate() {
         if prefix[k] > 0 {
             out.extend_from_slice(&exit);
