@@ -139,7 +139,15 @@ pub fn instrument_with(
 
     for (index, m) in methods.iter_mut().enumerate() {
         let key = base + index as u32;
-        let mname = format!("{}{}", cf.pool.utf8(m.name)?, cf.pool.utf8(m.descriptor)?);
+        // Named only when the method is left as it was.
+        let (name_at, descriptor_at) = (m.name, m.descriptor);
+        let mname = |pool: &ConstantPool| -> String {
+            format!(
+                "{}{}",
+                pool.utf8(name_at).unwrap_or("?"),
+                pool.utf8(descriptor_at).unwrap_or("?")
+            )
+        };
         let Some(at) = m
             .attributes
             .iter()
@@ -174,7 +182,7 @@ pub fn instrument_with(
                 }
                 Err(e) => {
                     out.native += 1;
-                    out.skipped.push((mname, e.0));
+                    out.skipped.push((mname(&cf.pool), e.0));
                 }
             }
             continue;
@@ -192,7 +200,7 @@ pub fn instrument_with(
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
             }
-            Err(e) => out.skipped.push((mname, e.0)),
+            Err(e) => out.skipped.push((mname(&cf.pool), e.0)),
         }
     }
     methods.extend(renamed);
@@ -327,12 +335,41 @@ struct MethodInfo {
     stack_map_name: Option<u16>,
 }
 
-fn key_push(pool: &mut ConstantPool, key: u32) -> Result<Vec<u8>> {
+fn key_push(pool: &mut ConstantPool, key: u32) -> Result<[u8; 3]> {
     if key <= 0x7FFF {
-        Ok(vec![code::SIPUSH, (key >> 8) as u8, key as u8])
+        Ok([code::SIPUSH, (key >> 8) as u8, key as u8])
     } else {
         let i = pool.add_integer(key as i32)?;
-        Ok(vec![code::LDC_W, (i >> 8) as u8, i as u8])
+        Ok([code::LDC_W, (i >> 8) as u8, i as u8])
+    }
+}
+
+/// A few instructions woven in (at most 8 bytes), kept off the heap: one set is made per
+/// method.
+#[derive(Clone, Copy)]
+struct Snippet {
+    bytes: [u8; 8],
+    len: usize,
+}
+
+impl Snippet {
+    fn of(parts: &[&[u8]]) -> Snippet {
+        let mut s = Snippet {
+            bytes: [0; 8],
+            len: 0,
+        };
+        for part in parts {
+            s.bytes[s.len..s.len + part.len()].copy_from_slice(part);
+            s.len += part.len();
+        }
+        s
+    }
+}
+
+impl std::ops::Deref for Snippet {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -435,26 +472,17 @@ fn rewrite(
         return err("constructor without a super() or this() call");
     }
     let push = key_push(pool, m.key)?;
-    let mut prologue = Vec::new();
-    if weave.objects && !m.is_static && !m.is_ctor {
-        prologue.push(code::ALOAD_0);
-        prologue.extend_from_slice(&push);
-        prologue.extend_from_slice(&call(refs.enter_object));
+    let prologue = if weave.objects && !m.is_static && !m.is_ctor {
+        Snippet::of(&[&[code::ALOAD_0], &push, &call(refs.enter_object)])
     } else if weave.objects && m.is_ctor {
-        prologue.extend_from_slice(&push);
-        prologue.extend_from_slice(&call(refs.enter_constructor));
+        Snippet::of(&[&push, &call(refs.enter_constructor)])
     } else {
-        prologue.extend_from_slice(&push);
-        prologue.extend_from_slice(&call(refs.enter));
-    }
-    let mut exit = push.clone();
-    exit.extend_from_slice(&call(refs.exit));
-    let mut allocated = vec![code::DUP];
-    allocated.extend_from_slice(&call(refs.allocated));
+        Snippet::of(&[&push, &call(refs.enter)])
+    };
+    let exit = Snippet::of(&[&push, &call(refs.exit)]);
+    let allocated = Snippet::of(&[&[code::DUP], &call(refs.allocated)]);
     // objects=on: `this` is reported right after super()/this() initialized it.
-    let mut constructed = vec![code::ALOAD_0];
-    constructed.extend_from_slice(&push);
-    constructed.extend_from_slice(&call(refs.constructed));
+    let constructed = Snippet::of(&[&[code::ALOAD_0], &push, &call(refs.constructed)]);
     let super_call = analysis.super_call.filter(|_| m.is_ctor && weave.objects);
     let suffix_of = |i: &Insn| -> &[u8] {
         if super_call == Some(i.pc) {
@@ -576,10 +604,15 @@ fn rewrite(
     let mut attributes = Vec::new();
     let mut had_stack_map = false;
     for a in &code.attributes {
-        let name = pool.utf8(a.name)?.to_string();
-        let data = match name.as_str() {
+        let name = match pool.utf8(a.name)? {
+            "LineNumberTable" => "LineNumberTable",
+            "LocalVariableTable" | "LocalVariableTypeTable" => "LocalVariableTable",
+            "StackMapTable" => "StackMapTable",
+            _ => "",
+        };
+        let data = match name {
             "LineNumberTable" => line_numbers(&a.data, &map)?,
-            "LocalVariableTable" | "LocalVariableTypeTable" => local_variables(&a.data, &map)?,
+            "LocalVariableTable" => local_variables(&a.data, &map)?,
             "StackMapTable" => {
                 had_stack_map = true;
                 let initial = stackmap::initial_locals(
