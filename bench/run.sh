@@ -37,6 +37,7 @@ callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench]
         set -- "${@:1:$#-2}"
     fi
     for _ in $(seq "$runs"); do
+        sync
         "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
         rm -f "$work"/cb.trc "$work"/cb.jfr
     done | median
@@ -85,29 +86,34 @@ echo
 
 [ "${APPS:-1}" = 0 ] && exit 0
 
-wall() { # label agent-args... -- command...
-    local label=$1
-    shift
-    for _ in 1 2 3; do
-        local s
-        s=$(date +%s.%N)
-        "$@" >/dev/null 2>&1
-        echo "$(date +%s.%N) - $s" | bc -l
-        rm -f "$work"/app.trc
-    done | median
+once() { # command... -> wall seconds of one run (dirty pages of earlier runs synced first)
+    sync
+    local s e
+    s=$(date +%s.%N)
+    "$@" >/dev/null 2>&1
+    e=$(date +%s.%N)
+    rm -f "$work"/app.trc
+    echo "$e - $s" | bc -l
 }
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
-    local plain traced_events traced_bci
-    plain=$(wall plain "$java" "$@")
-    traced_events=$(wall events "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")
-    traced_bci=$(wall bci "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")
+    local plain="" traced_events="" traced_bci=""
+    # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
+    # moves all three columns alike.
+    for _ in 1 2 3; do
+        plain+="$(once "$java" "$@")"$'\n'
+        traced_events+="$(once "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")"$'\n'
+        traced_bci+="$(once "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")"$'\n'
+    done
+    plain=$(printf '%s' "$plain" | median)
+    traced_events=$(printf '%s' "$traced_events" | median)
+    traced_bci=$(printf '%s' "$traced_bci" | median)
     printf '%-34s %8.2f s %8.2f s (%4sx) %8.2f s (%4sx)\n' "$name" "$plain" "$traced_events" \
         "$(ratio "$traced_events" "$plain")" "$traced_bci" "$(ratio "$traced_bci" "$plain")"
 }
 
-echo "== real programs, every method traced, median of 3 (wall time)"
+echo "== real programs, every method traced, median of 3 interleaved runs (wall time)"
 printf '%-34s %10s %18s %18s\n' program "no agent" "capture=events" "capture=bci"
 mkdir -p "$work/javac-out"
 app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
