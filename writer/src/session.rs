@@ -71,7 +71,7 @@ struct ClassSlot {
 
 /// The state of thread `key`: the current one, or one from the table. A function of the two
 /// fields rather than a method, so that the encoder can be borrowed beside it.
-#[inline]
+#[inline(always)]
 fn state_of<'a>(
     current: &'a mut (ThreadKey, ThreadState),
     threads: &'a mut Map<ThreadKey, ThreadState>,
