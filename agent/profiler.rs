@@ -28,8 +28,14 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Batches in flight between JVM threads and the writer before producers wait.
-const CHANNEL_BATCHES: usize = 64;
+/// Bytes of batches in flight between JVM threads and the writer before producers wait (and
+/// as many again of emptied vectors waiting in the pool).
+const CHANNEL_BYTES: usize = 8 << 20;
+
+/// The channel's and the pool's capacity in batches of `buffer` bytes.
+fn channel_batches(buffer: usize) -> usize {
+    (CHANNEL_BYTES / buffer.max(1)).clamp(4, 64)
+}
 /// How long VM death waits for the writer to finish the file.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -150,8 +156,9 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     let listener = control::listen(&options)?;
     let stats = Arc::new(WriterStats::default());
     *stats.file.lock().map_err(|_| "writer stats poisoned")? = path.clone();
-    let (messages, inbox) = crossbeam_channel::bounded(CHANNEL_BATCHES);
-    let (pool_out, pool_in) = crossbeam_channel::bounded(CHANNEL_BATCHES);
+    let batches = channel_batches(options.buffer);
+    let (messages, inbox) = crossbeam_channel::bounded(batches);
+    let (pool_out, pool_in) = crossbeam_channel::bounded(batches);
     let writer = {
         let (stats, options) = (stats.clone(), options.clone());
         std::thread::Builder::new()
@@ -458,4 +465,18 @@ fn record_overhead() -> u32 {
     let spent = clock::ticks().saturating_sub(start);
     std::hint::black_box(&sink);
     (spent / rounds).min(u64::from(u32::MAX)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channel_batches;
+
+    #[test]
+    fn batches_in_flight_are_bounded_in_bytes() {
+        assert_eq!(channel_batches(64 << 10), 64);
+        assert_eq!(channel_batches(1 << 20), 8);
+        // buffer=64m would otherwise allow 4 GiB of batches in the channel
+        assert_eq!(channel_batches(64 << 20), 4);
+        assert_eq!(channel_batches(4 << 10), 64);
+    }
 }
