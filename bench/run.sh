@@ -51,9 +51,10 @@ floor=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" 
 events=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc")
 bci=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
 paused=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc")
-jfr=""
+jfr="" bci25=""
 if [ -x "$JDK25/bin/java" ]; then
     jfr=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr")
+    bci25=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
 fi
 printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
@@ -64,6 +65,7 @@ row "jlive capture=events" "$events"
 row "jlive capture=bci" "$bci"
 row "jlive capture=bci, paused (trampolines only)" "$paused"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
+[ -n "$bci25" ] && row "JDK 25 jlive capture=bci" "$bci25"
 echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
 echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
 echo "bci / floor: $(ratio "$bci" "$floor")x (target 40/27 = 1.5x); events / bci: $(ratio "$events" "$bci")x (target 10x)"
