@@ -230,15 +230,19 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
             cap::MAINTAIN_ORIGINAL_METHOD_ORDER,
             "can_maintain_original_method_order",
         ),
-        (
+    ];
+    if o.capture == Capture::Events {
+        // Only asked for when used: with them HotSpot's interpreter checks for method events
+        // on every call.
+        need.push((
             cap::GENERATE_METHOD_ENTRY_EVENTS,
             "can_generate_method_entry_events",
-        ),
-        (
+        ));
+        need.push((
             cap::GENERATE_METHOD_EXIT_EVENTS,
             "can_generate_method_exit_events",
-        ),
-    ];
+        ));
+    }
     if o.gc != Gc::Off {
         need.push((
             cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
