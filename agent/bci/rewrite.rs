@@ -740,3 +740,42 @@ fn local_variables(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_lifts_every_short_method_past_the_inlining_limit() {
+        for len in 0..=INLINE_LIMIT + 8 {
+            // A method body of `nop`s ending in `return`.
+            let mut code = vec![0u8; len];
+            if let Some(last) = code.last_mut() {
+                *last = code::RETURN;
+            }
+            let block = pad_past_inlining(&mut code);
+            if len > INLINE_LIMIT {
+                assert_eq!(block, None, "{} bytes need no padding", len);
+                continue;
+            }
+            assert_eq!(block, Some(len));
+            assert!(code.len() > INLINE_LIMIT, "{} -> {}", len, code.len());
+            let insns = decode(&code).expect("the padded code decodes");
+            let switch = insns.last().unwrap();
+            assert_eq!(switch.op, code::LOOKUPSWITCH);
+            assert_eq!(
+                switch.pc + switch.len,
+                code.len(),
+                "the switch ends the code"
+            );
+            let targets = code::targets(&code, switch).unwrap();
+            // default + at least one pair: HotSpot rejects a pairless switch at the end.
+            assert!(targets.len() >= 2);
+            assert!(
+                targets.iter().all(|&t| t == len),
+                "every target on iconst_0"
+            );
+            assert_eq!(code[len], code::ICONST_0);
+        }
+    }
+}
