@@ -8,8 +8,9 @@ mod common;
 use common::*;
 use std::process::Command;
 
-/// The PrintInlining lines about `Hot.step` called from `Hot.loop`, for `options`.
-fn inlining_of_step(jdk: &Jdk, options: &str) -> Vec<String> {
+/// The PrintInlining lines about `Hot.step` called from `Hot.loop`, for `options`, and the
+/// number of methods the agent's log says it padded.
+fn inlining_of_step(jdk: &Jdk, options: &str) -> (Vec<String>, u64) {
     let dir = scratch("jit");
     let mut c = Command::new(jdk.java());
     c.args([
@@ -20,16 +21,24 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> Vec<String> {
         "-XX:-BackgroundCompilation",
     ])
     .arg(format!(
-        "-agentpath:{}=capture=bci,start=paused,control=off,file={}{}",
+        "-agentpath:{}=capture=bci,start=paused,control=off,file={},log={}{}",
         agent().display(),
         dir.join("t.trc").display(),
+        dir.join("jlive.log").display(),
         options
     ))
     .arg("-cp")
     .arg(classes())
     .arg("Hot");
     let run = run(c);
+    let log = std::fs::read_to_string(dir.join("jlive.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    let padded = log
+        .split(" padded past")
+        .next()
+        .and_then(|before| before.rsplit('(').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}: no padded count in the log: {}", jdk.name, log));
     assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
     assert!(
         run.stdout.contains("sum = 200000"),
@@ -37,11 +46,13 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> Vec<String> {
         jdk.name,
         run.stdout
     );
-    run.stdout
+    let lines = run
+        .stdout
         .lines()
         .filter(|l| l.contains("@ ") && l.contains("Hot::step ("))
         .map(|l| l.trim().to_string())
-        .collect()
+        .collect();
+    (lines, padded)
 }
 
 fn inlined(line: &str) -> bool {
@@ -51,7 +62,8 @@ fn inlined(line: &str) -> bool {
 #[test]
 fn instrumented_methods_are_not_inlined_unless_inline_on() {
     for jdk in jdks() {
-        let padded = inlining_of_step(&jdk, "");
+        let (padded, count) = inlining_of_step(&jdk, "");
+        assert!(count > 1000, "{}: only {} methods padded", jdk.name, count);
         assert!(
             padded.iter().any(|l| l.contains("hot method too big")),
             "{}: C2 never declined Hot.step as too big: {:?}",
@@ -64,7 +76,8 @@ fn instrumented_methods_are_not_inlined_unless_inline_on() {
             jdk.name,
             padded
         );
-        let short = inlining_of_step(&jdk, ",inline=on");
+        let (short, count) = inlining_of_step(&jdk, ",inline=on");
+        assert_eq!(count, 0, "{}: methods padded under inline=on", jdk.name);
         assert!(
             short.iter().any(|l| l.ends_with("inline (hot)")),
             "{}: with inline=on C2 did not inline Hot.step: {:?}",

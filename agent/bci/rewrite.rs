@@ -69,6 +69,8 @@ pub struct Outcome {
     pub name: String,
     pub methods: u32,
     pub instrumented: u32,
+    /// Instrumented methods padded past [`INLINE_LIMIT`].
+    pub padded: u32,
     pub native: u32,
     /// (method name + descriptor, reason) of methods left as they were.
     pub skipped: Vec<(String, String)>,
@@ -196,9 +198,10 @@ pub fn instrument_with(
             stack_map_name,
         };
         match rewrite(&mut cf.pool, &method, &m.attributes[at].data, &refs, weave) {
-            Ok(data) => {
+            Ok((data, padded)) => {
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
+                out.padded += u32::from(padded);
             }
             Err(e) => out.skipped.push((mname(&cf.pool), e.0)),
         }
@@ -450,7 +453,7 @@ fn rewrite(
     data: &[u8],
     refs: &Refs,
     weave: Weave,
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, bool)> {
     let code = Code::parse(data)?;
     let insns = decode(&code.code)?;
     if insns
@@ -655,7 +658,7 @@ fn rewrite(
         handlers,
         attributes,
     };
-    Ok(new.write())
+    Ok((new.write(), padding.is_some()))
 }
 
 /// Writes one instruction at `at` with its branch offsets moved.

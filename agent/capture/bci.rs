@@ -42,6 +42,7 @@ static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 pub struct BciStats {
     pub classes: AtomicU64,
     pub methods: AtomicU64,
+    pub padded: AtomicU64,
     pub skipped: AtomicU64,
     pub native: AtomicU64,
     pub failed_classes: AtomicU64,
@@ -52,9 +53,10 @@ impl BciStats {
     pub fn summary(&self) -> String {
         let classes = self.classes.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class",
             classes,
             self.methods.load(Ordering::Relaxed),
+            self.padded.load(Ordering::Relaxed),
             self.native.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
             self.failed_classes.load(Ordering::Relaxed),
@@ -293,6 +295,9 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option
             p.bci
                 .methods
                 .fetch_add(u64::from(out.instrumented), Ordering::Relaxed);
+            p.bci
+                .padded
+                .fetch_add(u64::from(out.padded), Ordering::Relaxed);
             p.bci
                 .native
                 .fetch_add(u64::from(out.native), Ordering::Relaxed);
