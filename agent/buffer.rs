@@ -128,6 +128,19 @@ impl Hub {
         unsafe { p.as_ref() }
     }
 
+    /// This thread's buffer, made by `attach` (which returns false when it cannot) if the
+    /// thread has none yet.
+    #[inline(always)]
+    pub fn current_or(&self, attach: impl FnOnce() -> bool) -> Option<&ThreadBuffer> {
+        if let Some(b) = self.current() {
+            return Some(b);
+        }
+        if !attach() {
+            return None;
+        }
+        self.current()
+    }
+
     /// Creates this thread's buffer; `register` receives its key before any record can refer
     /// to it (the registry stores the thread's name there).
     pub fn attach(

@@ -51,10 +51,7 @@ fn append(
     extra: u32,
     attach: impl FnOnce() -> bool,
 ) {
-    if p.hub.current().is_none() && !attach() {
-        return;
-    }
-    if let Some(b) = p.hub.current() {
+    if let Some(b) = p.hub.current_or(attach) {
         b.append(&p.hub, kind, ticks, key, arg, Some(extra), true);
     }
 }
@@ -62,10 +59,7 @@ fn append(
 /// Like [`append`] but never waits and never calls the JVM (GC and ObjectFree callbacks).
 fn append_from_gc(p: &'static Profiler, kind: RecordKind, arg: u32) {
     let ticks = clock::ticks();
-    if p.hub.current().is_none() && !attach_internal_thread(p) {
-        return;
-    }
-    if let Some(b) = p.hub.current() {
+    if let Some(b) = p.hub.current_or(|| attach_internal_thread(p)) {
         b.append(&p.hub, kind, ticks, 0, arg, Some(0), false);
     }
 }

@@ -607,16 +607,17 @@ fn rewrite(
     let mut attributes = Vec::new();
     let mut had_stack_map = false;
     for a in &code.attributes {
-        let name = match pool.utf8(a.name)? {
-            "LineNumberTable" => "LineNumberTable",
-            "LocalVariableTable" | "LocalVariableTypeTable" => "LocalVariableTable",
-            "StackMapTable" => "StackMapTable",
-            _ => "",
+        let table = match pool.utf8(a.name)? {
+            "LineNumberTable" => Table::Lines,
+            "LocalVariableTable" | "LocalVariableTypeTable" => Table::Locals,
+            "StackMapTable" => Table::StackMap,
+            // Offsets inside type annotations and unknown attributes would go stale: drop them.
+            _ => continue,
         };
-        let data = match name {
-            "LineNumberTable" => line_numbers(&a.data, &map)?,
-            "LocalVariableTable" => local_variables(&a.data, &map)?,
-            "StackMapTable" => {
+        let data = match table {
+            Table::Lines => line_numbers(&a.data, &map)?,
+            Table::Locals => local_variables(&a.data, &map)?,
+            Table::StackMap => {
                 had_stack_map = true;
                 let initial = stackmap::initial_locals(
                     pool,
@@ -637,8 +638,6 @@ fn rewrite(
                 frames.extend(catch_frames.iter().cloned());
                 stackmap::encode(&frames)?
             }
-            // Offsets inside type annotations and unknown attributes would go stale: drop them.
-            _ => continue,
         };
         attributes.push(super::classfile::Attribute {
             name: a.name,
@@ -659,6 +658,13 @@ fn rewrite(
         attributes,
     };
     Ok((new.write(), padding.is_some()))
+}
+
+/// The Code attributes that hold bytecode offsets and are carried over.
+enum Table {
+    Lines,
+    Locals,
+    StackMap,
 }
 
 /// Writes one instruction at `at` with its branch offsets moved.

@@ -154,14 +154,17 @@ fn tracing(exits: bool) -> Option<&'static Profiler> {
         .filter(|p| p.hub.is_tracing() && p.burst_methods.load(Ordering::Relaxed) >= need)
 }
 
+/// An entry of method `key` whose receiver is `object` (or NO_OBJECT, PENDING_OBJECT). Each
+/// trampoline wraps it in its own `guard`, so that the guarded body stays inlined in each.
+#[inline(always)]
+fn enter_with(key: jint, object: u32) {
+    if let Some(p) = tracing(false) {
+        entered(p, clock::ticks(), key as u64, object, || current_thread(p));
+    }
+}
+
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    guard(|| {
-        if let Some(p) = tracing(false) {
-            entered(p, clock::ticks(), key as u64, NO_OBJECT, || {
-                current_thread(p)
-            });
-        }
-    });
+    guard(|| enter_with(key, NO_OBJECT));
 }
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
@@ -175,13 +178,7 @@ extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobj
 }
 
 extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    guard(|| {
-        if let Some(p) = tracing(false) {
-            entered(p, clock::ticks(), key as u64, PENDING_OBJECT, || {
-                current_thread(p)
-            });
-        }
-    });
+    guard(|| enter_with(key, PENDING_OBJECT));
 }
 
 /// The receiver of a constructor, once super() has returned (objects=on).

@@ -37,17 +37,7 @@ fn record(
     arg: u32,
     attach: impl FnOnce() -> bool,
 ) {
-    let buffer = match p.hub.current() {
-        Some(b) => b,
-        None => {
-            if !attach() {
-                return;
-            }
-            match p.hub.current() {
-                Some(b) => b,
-                None => return,
-            }
-        }
-    };
-    buffer.append(&p.hub, kind, ticks, method, arg, p.overhead, true);
+    if let Some(buffer) = p.hub.current_or(attach) {
+        buffer.append(&p.hub, kind, ticks, method, arg, p.overhead, true);
+    }
 }
