@@ -76,14 +76,53 @@ pub struct Outcome {
     pub skipped: Vec<(String, String)>,
 }
 
-struct Refs {
-    enter: u16,
-    enter_object: u16,
-    enter_constructor: u16,
-    constructed: u16,
-    exit: u16,
-    allocated: u16,
-    throwable: u16,
+/// A constant the woven code refers to.
+#[derive(Clone, Copy)]
+enum Ref {
+    Enter,
+    EnterObject,
+    EnterConstructor,
+    Constructed,
+    Exit,
+    Allocated,
+    Throwable,
+    StackMapTable,
+}
+
+/// The constants of [`Ref`], each added to the class's pool when first needed, so that a class
+/// gets only what its woven code uses. This matters most at VM init: HotSpot merges a
+/// retransformed class's new pool into the old one and looks for every constant it did not
+/// have by scanning the whole old pool (`ConstantPool::find_matching_entry`).
+#[derive(Default)]
+struct Refs([Option<u16>; 8]);
+
+impl Refs {
+    fn get(&mut self, pool: &mut ConstantPool, r: Ref) -> Result<u16> {
+        if let Some(index) = self.0[r as usize] {
+            return Ok(index);
+        }
+        let index = match r {
+            Ref::Enter => pool.add_method_ref(TRAMPOLINE, "enter", "(I)V"),
+            Ref::EnterObject => {
+                pool.add_method_ref(TRAMPOLINE, "enterObject", "(Ljava/lang/Object;I)V")
+            }
+            Ref::EnterConstructor => pool.add_method_ref(TRAMPOLINE, "enterConstructor", "(I)V"),
+            Ref::Constructed => {
+                pool.add_method_ref(TRAMPOLINE, "constructed", "(Ljava/lang/Object;I)V")
+            }
+            Ref::Exit => pool.add_method_ref(TRAMPOLINE, "exit", "(I)V"),
+            Ref::Allocated => pool.add_method_ref(TRAMPOLINE, "allocated", "(Ljava/lang/Object;)V"),
+            Ref::Throwable => pool.add_class("java/lang/Throwable"),
+            Ref::StackMapTable => pool.add_utf8("StackMapTable"),
+        }?;
+        self.0[r as usize] = Some(index);
+        Ok(index)
+    }
+
+    /// `invokestatic` of trampoline `r`.
+    fn call(&mut self, pool: &mut ConstantPool, r: Ref) -> Result<[u8; 3]> {
+        Ok(call(self.get(pool, r)?))
+    }
 }
 
 /// Instruments every method of a class; method `i` gets key `base + i`.
@@ -107,30 +146,9 @@ pub fn instrument_with(
         return err("no method keys left");
     };
     let name = cf.name()?.to_string();
-    let refs = Refs {
-        enter: cf.pool.add_method_ref(TRAMPOLINE, "enter", "(I)V")?,
-        enter_object: cf.pool.add_method_ref(
-            TRAMPOLINE,
-            "enterObject",
-            "(Ljava/lang/Object;I)V",
-        )?,
-        enter_constructor: cf
-            .pool
-            .add_method_ref(TRAMPOLINE, "enterConstructor", "(I)V")?,
-        constructed: cf
-            .pool
-            .add_method_ref(TRAMPOLINE, "constructed", "(Ljava/lang/Object;I)V")?,
-        exit: cf.pool.add_method_ref(TRAMPOLINE, "exit", "(I)V")?,
-        allocated: cf
-            .pool
-            .add_method_ref(TRAMPOLINE, "allocated", "(Ljava/lang/Object;)V")?,
-        throwable: cf.pool.add_class("java/lang/Throwable")?,
-    };
-    let stack_map_name = if cf.major >= 50 {
-        Some(cf.pool.add_utf8("StackMapTable")?)
-    } else {
-        None
-    };
+    let mut refs = Refs::default();
+    // Class files before version 50 have no stack maps.
+    let stack_maps = cf.major >= 50;
     let mut out = Outcome {
         name,
         methods: cf.methods.len() as u32,
@@ -174,9 +192,9 @@ pub fn instrument_with(
                 cf.this_class,
                 m,
                 key,
-                &refs,
+                &mut refs,
                 weave,
-                stack_map_name,
+                stack_maps,
             ) {
                 Ok(native) => {
                     renamed.push(native);
@@ -195,9 +213,15 @@ pub fn instrument_with(
             is_ctor: cf.pool.utf8(m.name)? == "<init>",
             descriptor: cf.pool.utf8(m.descriptor)?.to_string(),
             key,
-            stack_map_name,
+            stack_maps,
         };
-        match rewrite(&mut cf.pool, &method, &m.attributes[at].data, &refs, weave) {
+        match rewrite(
+            &mut cf.pool,
+            &method,
+            &m.attributes[at].data,
+            &mut refs,
+            weave,
+        ) {
             Ok((data, padded)) => {
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
@@ -219,9 +243,9 @@ fn wrap_native<'a>(
     this_class: u16,
     m: &mut super::classfile::Member<'a>,
     key: u32,
-    refs: &Refs,
+    refs: &mut Refs,
     weave: Weave,
-    stack_map_name: Option<u16>,
+    stack_maps: bool,
 ) -> Result<super::classfile::Member<'a>> {
     let name = pool.utf8(m.name)?.to_string();
     let desc = pool.utf8(m.descriptor)?.to_string();
@@ -233,10 +257,10 @@ fn wrap_native<'a>(
     if weave.objects && !is_static {
         code.push(code::ALOAD_0);
         code.extend_from_slice(&push);
-        code.extend_from_slice(&call(refs.enter_object));
+        code.extend_from_slice(&refs.call(pool, Ref::EnterObject)?);
     } else {
         code.extend_from_slice(&push);
-        code.extend_from_slice(&call(refs.enter));
+        code.extend_from_slice(&refs.call(pool, Ref::Enter)?);
     }
     let begin = code.len();
     let mut slot: usize = 0;
@@ -275,8 +299,9 @@ fn wrap_native<'a>(
     };
     code.extend_from_slice(&[invoke, (target >> 8) as u8, target as u8]);
     let end = code.len();
+    let exit = refs.call(pool, Ref::Exit)?;
     code.extend_from_slice(&push);
-    code.extend_from_slice(&call(refs.exit));
+    code.extend_from_slice(&exit);
     code.push(match b.get(i + 1) {
         Some(b'V') => code::RETURN,
         Some(b'J') => 173,
@@ -287,18 +312,18 @@ fn wrap_native<'a>(
     });
     let handler = code.len();
     code.extend_from_slice(&push);
-    code.extend_from_slice(&call(refs.exit));
+    code.extend_from_slice(&exit);
     code.push(code::ATHROW);
     let (args, ret) = super::classfile::descriptor_slots(&desc)?;
     let mut attributes = Vec::new();
-    if let Some(smt) = stack_map_name {
+    if stack_maps {
         let frame = Frame {
             offset: handler,
             locals: Vec::new(),
-            stack: vec![VType::Object(refs.throwable)],
+            stack: vec![VType::Object(refs.get(pool, Ref::Throwable)?)],
         };
         attributes.push(super::classfile::Attribute {
-            name: smt,
+            name: refs.get(pool, Ref::StackMapTable)?,
             data: stackmap::encode(&[frame])?.into(),
         });
     }
@@ -335,7 +360,8 @@ struct MethodInfo {
     is_ctor: bool,
     descriptor: String,
     key: u32,
-    stack_map_name: Option<u16>,
+    /// The class file has stack maps (version 50 or later).
+    stack_maps: bool,
 }
 
 fn key_push(pool: &mut ConstantPool, key: u32) -> Result<[u8; 3]> {
@@ -451,7 +477,7 @@ fn rewrite(
     pool: &mut ConstantPool,
     m: &MethodInfo,
     data: &[u8],
-    refs: &Refs,
+    refs: &mut Refs,
     weave: Weave,
 ) -> Result<(Vec<u8>, bool)> {
     let code = Code::parse(data)?;
@@ -476,17 +502,26 @@ fn rewrite(
     }
     let push = key_push(pool, m.key)?;
     let prologue = if weave.objects && !m.is_static && !m.is_ctor {
-        Snippet::of(&[&[code::ALOAD_0], &push, &call(refs.enter_object)])
+        Snippet::of(&[&[code::ALOAD_0], &push, &refs.call(pool, Ref::EnterObject)?])
     } else if weave.objects && m.is_ctor {
-        Snippet::of(&[&push, &call(refs.enter_constructor)])
+        Snippet::of(&[&push, &refs.call(pool, Ref::EnterConstructor)?])
     } else {
-        Snippet::of(&[&push, &call(refs.enter)])
+        Snippet::of(&[&push, &refs.call(pool, Ref::Enter)?])
     };
-    let exit = Snippet::of(&[&push, &call(refs.exit)]);
-    let allocated = Snippet::of(&[&[code::DUP], &call(refs.allocated)]);
+    let exit = Snippet::of(&[&push, &refs.call(pool, Ref::Exit)?]);
+    let allocated = if weave.alloc && !analysis.allocations.is_empty() {
+        Snippet::of(&[&[code::DUP], &refs.call(pool, Ref::Allocated)?])
+    } else {
+        Snippet::of(&[])
+    };
     // objects=on: `this` is reported right after super()/this() initialized it.
-    let constructed = Snippet::of(&[&[code::ALOAD_0], &push, &call(refs.constructed)]);
     let super_call = analysis.super_call.filter(|_| m.is_ctor && weave.objects);
+    let constructed = if super_call.is_some() {
+        Snippet::of(&[&[code::ALOAD_0], &push, &refs.call(pool, Ref::Constructed)?])
+    } else {
+        Snippet::of(&[])
+    };
+    let throwable = refs.get(pool, Ref::Throwable)?;
     let suffix_of = |i: &Insn| -> &[u8] {
         if super_call == Some(i.pc) {
             &constructed
@@ -557,7 +592,7 @@ fn rewrite(
     let mut catch_frames = vec![Frame {
         offset: catch_all,
         locals: Vec::new(),
-        stack: vec![VType::Object(refs.throwable)],
+        stack: vec![VType::Object(throwable)],
     }];
     match analysis.super_call.filter(|_| m.is_ctor) {
         Some(pc) => {
@@ -586,7 +621,7 @@ fn rewrite(
             catch_frames.push(Frame {
                 offset: catch_before_super,
                 locals: vec![VType::UninitializedThis],
-                stack: vec![VType::Object(refs.throwable)],
+                stack: vec![VType::Object(throwable)],
             });
         }
         None => handlers.push(Handler {
@@ -644,9 +679,9 @@ fn rewrite(
             data: data.into(),
         });
     }
-    if let (false, Some(name)) = (had_stack_map, m.stack_map_name) {
+    if !had_stack_map && m.stack_maps {
         attributes.push(super::classfile::Attribute {
-            name,
+            name: refs.get(pool, Ref::StackMapTable)?,
             data: stackmap::encode(&catch_frames)?.into(),
         });
     }
@@ -753,6 +788,78 @@ fn local_variables(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Utf8 constants of a class file.
+    fn strings(class: &[u8]) -> Vec<String> {
+        let cf = ClassFile::parse(class).unwrap();
+        (1..cf.pool.entries.len() as u16)
+            .filter_map(|i| cf.pool.utf8(i).ok().map(str::to_string))
+            .collect()
+    }
+
+    fn example(name: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("JLIVE_EXAMPLE_CLASSES"));
+        std::fs::read(dir.join(name)).unwrap()
+    }
+
+    #[test]
+    fn a_class_gets_only_the_trampolines_it_calls() {
+        let class = example("Demo.class");
+        let plain = instrument(&class, 0, Weave::default()).unwrap();
+        let names = strings(&plain.bytes);
+        assert!(plain.instrumented > 0);
+        for used in ["enter", "exit", "java/lang/Throwable"] {
+            assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+        for unused in [
+            "enterObject",
+            "enterConstructor",
+            "constructed",
+            "allocated",
+        ] {
+            assert!(
+                !names.iter().any(|n| n == unused),
+                "{} added unused",
+                unused
+            );
+        }
+        let woven = Weave {
+            objects: true,
+            alloc: true,
+            ..Weave::default()
+        };
+        let names: Vec<String> = ["Alloc.class", "Alloc$Payload.class", "Demo.class"]
+            .iter()
+            .flat_map(|c| strings(&instrument(&example(c), 0, woven).unwrap().bytes))
+            .collect();
+        for used in [
+            "enterObject",
+            "enterConstructor",
+            "constructed",
+            "allocated",
+        ] {
+            assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+    }
+
+    #[test]
+    fn a_class_without_code_gets_no_new_constants() {
+        // interface I { void m(); }, assembled by hand: six constants, one abstract method.
+        let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 7];
+        for utf8 in [&b"I"[..], b"java/lang/Object", b"m", b"()V"] {
+            class.push(1);
+            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
+            class.extend_from_slice(utf8);
+        }
+        class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class I, #6 Class Object
+        class.extend_from_slice(&[0x06, 0x01, 0, 5, 0, 6, 0, 0, 0, 0]); // interface, no fields
+        class.extend_from_slice(&[0, 1, 0x04, 0x01, 0, 3, 0, 4, 0, 0]); // abstract m()V
+        class.extend_from_slice(&[0, 0]);
+        let out = instrument(&class, 0, Weave::default()).unwrap();
+        assert_eq!(out.instrumented, 0);
+        assert_eq!(strings(&out.bytes), strings(&class));
+        assert_eq!(out.bytes, class);
+    }
 
     #[test]
     fn padding_lifts_every_short_method_past_the_inlining_limit() {

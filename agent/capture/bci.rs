@@ -41,6 +41,8 @@ static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 #[derive(Default)]
 pub struct BciStats {
     pub classes: AtomicU64,
+    /// Classes read but left as they were: nothing in them to trace.
+    pub untouched: AtomicU64,
     pub methods: AtomicU64,
     pub padded: AtomicU64,
     pub skipped: AtomicU64,
@@ -52,15 +54,17 @@ pub struct BciStats {
 impl BciStats {
     pub fn summary(&self) -> String {
         let classes = self.classes.load(Ordering::Relaxed);
+        let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
+            untouched,
             self.native.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
             self.failed_classes.load(Ordering::Relaxed),
-            self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / classes.max(1) as f64
+            self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / (classes + untouched).max(1) as f64
         )
     }
 }
@@ -288,7 +292,12 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     match result {
         Ok((out, base)) => {
-            p.bci.classes.fetch_add(1, Ordering::Relaxed);
+            let counter = if out.instrumented > 0 {
+                &p.bci.classes
+            } else {
+                &p.bci.untouched
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
             p.bci
                 .methods
                 .fetch_add(u64::from(out.instrumented), Ordering::Relaxed);
@@ -303,6 +312,11 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option
                 .fetch_add(out.skipped.len() as u64, Ordering::Relaxed);
             for (method, why) in &out.skipped {
                 log::info(&format!("not instrumented: {}.{}: {}", name, method, why));
+            }
+            if out.instrumented == 0 {
+                // Nothing woven (an interface, an annotation type, only natives): the class
+                // loads as it was, and keeps its place in the CDS archive.
+                return None;
             }
             Some(Transformed {
                 bytes: out.bytes,
