@@ -2,7 +2,8 @@
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
 # DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh                  # everything (about 10 minutes on 2 cores)
+#   bench/run.sh                  # everything (about 14 minutes on 2 cores)
+#   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #
 # Needs a JDK 17, gcc, bc; JDK 25 (for the JFR row) when installed; Debian's libh2-java and
@@ -13,6 +14,7 @@ JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 JDK25=${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}
 java=$JAVA_HOME/bin/java
 runs=${RUNS:-5}
+rounds=${ROUNDS:-5} # of the real programs: h2 varies most on a 2-core machine
 iterations=${ITERATIONS:-3000000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -103,7 +105,7 @@ app() { # name command... (the java command's arguments after the agent slot)
     local plain="" traced_events="" traced_bci=""
     # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
     # moves all three columns alike.
-    for _ in 1 2 3; do
+    for _ in $(seq "$rounds"); do
         plain+="$(once "$java" "$@")"$'\n'
         traced_events+="$(once "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")"$'\n'
         traced_bci+="$(once "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")"$'\n'
@@ -115,7 +117,7 @@ app() { # name command... (the java command's arguments after the agent slot)
         "$(ratio "$traced_events" "$plain")" "$traced_bci" "$(ratio "$traced_bci" "$plain")"
 }
 
-echo "== real programs, every method traced, median of 3 interleaved runs (wall time)"
+echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
 printf '%-34s %10s %18s %18s\n' program "no agent" "capture=events" "capture=bci"
 mkdir -p "$work/javac-out"
 app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
