@@ -233,8 +233,9 @@ impl Profiler {
         if self.uses_bci() {
             let b = &self.bci;
             line.push_str(&format!(
-                " instrumented_classes={} instrumented_methods={} padded_methods={} untraced_natives={}",
+                " instrumented_classes={} unchanged_classes={} instrumented_methods={} padded_methods={} untraced_natives={}",
                 b.classes.load(Ordering::Relaxed),
+                b.untouched.load(Ordering::Relaxed),
                 b.methods.load(Ordering::Relaxed),
                 b.padded.load(Ordering::Relaxed),
                 b.native.load(Ordering::Relaxed)
