@@ -31,33 +31,44 @@ done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 
-callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench]
+callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench] -> ns/iter of one run
     local j=$1 n=$2 main=CallBench
     shift 2
     if [ $# -ge 2 ] && [ "${*: -2:1}" = "--" ]; then
         main=${*: -1}
         set -- "${@:1:$#-2}"
     fi
-    for _ in $(seq "$runs"); do
-        sync
-        "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
-        rm -f "$work"/cb.trc "$work"/cb.jfr
-    done | median
+    sync
+    "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
+    rm -f "$work"/cb.trc "$work"/cb.jfr
 }
 
 echo "== CallBench: loop -> mid -> leaf, 3 traced calls per iteration, trace written to a file"
-echo "   median of $runs runs; $("$java" -version 2>&1 | head -1); $(nproc) cores"
-none=$(callbench "$java" "$iterations")
-empty=$(callbench "$java" 1000000 -agentpath:"$work/libempty_agent.so")
-floor=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench)
-events=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc")
-bci=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
-paused=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc")
-jfr="" bci25=""
-if [ -x "$JDK25/bin/java" ]; then
-    jfr=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr")
-    bci25=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc")
-fi
+echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1); $(nproc) cores"
+# Round-robin over the setups, so that the host's slow and fast phases (they come and go over
+# minutes on a shared VM) fall on every setup alike and the ratios of one run stay honest.
+declare -A cb
+setups=(none empty floor events bci paused)
+[ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
+for _ in $(seq "$runs"); do
+    for s in "${setups[@]}"; do
+        case $s in
+        none) v=$(callbench "$java" "$iterations") ;;
+        empty) v=$(callbench "$java" 1000000 -agentpath:"$work/libempty_agent.so") ;;
+        floor) v=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench) ;;
+        events) v=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc") ;;
+        bci) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
+        paused) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc") ;;
+        jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
+        bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
+        esac
+        cb[$s]+="$v"$'\n'
+    done
+done
+for s in "${setups[@]}"; do
+    declare "$s=$(printf '%s' "${cb[$s]}" | median)"
+done
+jfr=${jfr:-} bci25=${bci25:-}
 printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
 row "no agent" "$none"
