@@ -8,8 +8,11 @@
 //!
 //! Every buffer is registered with the hub when it is created, so a burst end, a roll or VM
 //! death can collect every thread's partial batch, including threads that are blocked or never
-//! return (a few microseconds, while the collector swaps the vector), or the collector sees it busy
-//! and waits the few nanoseconds until the record is stored. Nothing is lost either way. A
+//! return. Collection is a Dekker handshake per buffer: the collector sets the buffer's
+//! `paused` and then waits for its `busy` to be clear; an owner sets `busy` and then reads
+//! `paused`, so either the owner sees the pause and waits (a few microseconds, while the
+//! collector swaps the vector), or the collector sees it busy and waits the few nanoseconds
+//! until the record is stored. Nothing is lost either way. A
 //! burst end also clears `tracing` first, so that records stop once the burst is over.
 //!
 //! The owner's side of that handshake needs a store-load barrier between setting `busy` and

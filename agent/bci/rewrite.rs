@@ -123,6 +123,30 @@ impl Refs {
     fn call(&mut self, pool: &mut ConstantPool, r: Ref) -> Result<[u8; 3]> {
         Ok(call(self.get(pool, r)?))
     }
+
+    /// The entry call of the method whose key `push` pushes: with objects=on an instance
+    /// method passes its receiver, and a constructor's receiver follows once super() returns.
+    fn entry(
+        &mut self,
+        pool: &mut ConstantPool,
+        push: &[u8],
+        weave: Weave,
+        is_static: bool,
+        is_ctor: bool,
+    ) -> Result<Snippet> {
+        Ok(if weave.objects && !is_static && !is_ctor {
+            Snippet::of(&[&[code::ALOAD_0], push, &self.call(pool, Ref::EnterObject)?])
+        } else if weave.objects && is_ctor {
+            Snippet::of(&[push, &self.call(pool, Ref::EnterConstructor)?])
+        } else {
+            Snippet::of(&[push, &self.call(pool, Ref::Enter)?])
+        })
+    }
+
+    /// The exit call of the method whose key `push` pushes.
+    fn exit(&mut self, pool: &mut ConstantPool, push: &[u8]) -> Result<Snippet> {
+        Ok(Snippet::of(&[push, &self.call(pool, Ref::Exit)?]))
+    }
 }
 
 /// Instruments every method of a class; method `i` gets key `base + i`.
@@ -253,15 +277,7 @@ fn wrap_native<'a>(
     let target_name = pool.add_utf8(&format!("{}{}", NATIVE_PREFIX, name))?;
     let target = pool.add_method_ref_in(this_class, target_name, m.descriptor)?;
     let push = key_push(pool, key)?;
-    let mut code = Vec::new();
-    if weave.objects && !is_static {
-        code.push(code::ALOAD_0);
-        code.extend_from_slice(&push);
-        code.extend_from_slice(&refs.call(pool, Ref::EnterObject)?);
-    } else {
-        code.extend_from_slice(&push);
-        code.extend_from_slice(&refs.call(pool, Ref::Enter)?);
-    }
+    let mut code = refs.entry(pool, &push, weave, is_static, false)?.to_vec();
     let begin = code.len();
     let mut slot: usize = 0;
     if !is_static {
@@ -299,8 +315,7 @@ fn wrap_native<'a>(
     };
     code.extend_from_slice(&[invoke, (target >> 8) as u8, target as u8]);
     let end = code.len();
-    let exit = refs.call(pool, Ref::Exit)?;
-    code.extend_from_slice(&push);
+    let exit = refs.exit(pool, &push)?;
     code.extend_from_slice(&exit);
     code.push(match b.get(i + 1) {
         Some(b'V') => code::RETURN,
@@ -311,7 +326,6 @@ fn wrap_native<'a>(
         _ => code::IRETURN,
     });
     let handler = code.len();
-    code.extend_from_slice(&push);
     code.extend_from_slice(&exit);
     code.push(code::ATHROW);
     let (args, ret) = super::classfile::descriptor_slots(&desc)?;
@@ -501,14 +515,8 @@ fn rewrite(
         return err("constructor without a super() or this() call");
     }
     let push = key_push(pool, m.key)?;
-    let prologue = if weave.objects && !m.is_static && !m.is_ctor {
-        Snippet::of(&[&[code::ALOAD_0], &push, &refs.call(pool, Ref::EnterObject)?])
-    } else if weave.objects && m.is_ctor {
-        Snippet::of(&[&push, &refs.call(pool, Ref::EnterConstructor)?])
-    } else {
-        Snippet::of(&[&push, &refs.call(pool, Ref::Enter)?])
-    };
-    let exit = Snippet::of(&[&push, &refs.call(pool, Ref::Exit)?]);
+    let prologue = refs.entry(pool, &push, weave, m.is_static, m.is_ctor)?;
+    let exit = refs.exit(pool, &push)?;
     let allocated = if weave.alloc && !analysis.allocations.is_empty() {
         Snippet::of(&[&[code::DUP], &refs.call(pool, Ref::Allocated)?])
     } else {

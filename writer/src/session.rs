@@ -345,10 +345,7 @@ impl<W: Write + Seek> Session<W> {
             state.frames.truncate(depth); // a thread with no traced entry has nothing to leave
             return Ok(());
         };
-        while state.frames.len() > depth {
-            let Some(frame) = state.frames.pop() else {
-                break;
-            };
+        for frame in state.frames.drain(depth..).rev() {
             if frame.traced {
                 let overhead = u64::from(frame.overhead) + u64::from(r.extra);
                 self.encoder.method_leave(r.ticks, overhead, id)?;
