@@ -20,6 +20,14 @@
 //! offers `membarrier` (private expedited), the barrier moves to the rare side: the collector
 //! makes every thread of the process execute one after setting `paused`, and the owner only
 //! keeps the compiler from reordering. Without membarrier the owner fences as before.
+//!
+//! Registering for membarrier waits for an RCU grace period once the process has more than
+//! one thread (5 ms and more here, at every JVM start), so it runs on a thread of its own and
+//! owners fence until it is done. The collector always fences and then, once registration is
+//! done, also calls membarrier. An owner that skipped its fence saw [`ASYMMETRIC`] set; a
+//! collector that saw it clear had made its `paused` visible (its fence) before that flag was
+//! set, and the owner reads `paused` after the flag (x86-64 keeps loads in order, and the
+//! compiler fence keeps the compiler from hoisting it), so the owner sees the pause.
 
 use crate::clock;
 use crate::ffi::os;
@@ -70,11 +78,28 @@ fn owner_fence() {
     }
 }
 
-/// The collector's side: after its store of `paused`, before its load of `busy`.
+/// The collector's side: after its store of `paused`, before its load of `busy`. The
+/// hardware fence comes first so that an owner which saw registration finish (and skipped its
+/// own fence) sees the pause even when this collector read [`ASYMMETRIC`] before it was set.
 fn collector_fence() {
-    if !(ASYMMETRIC.load(Ordering::Relaxed) && os::membarrier()) {
-        fence(Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if ASYMMETRIC.load(Ordering::SeqCst) {
+        os::membarrier();
     }
+}
+
+/// Registers the process for membarrier off the caller's path (module comment); owners keep
+/// their hardware fence until it is done.
+fn register_membarrier() {
+    let spawned = std::thread::Builder::new()
+        .name("jlive-membarrier".into())
+        .spawn(|| {
+            if os::membarrier_register() {
+                ASYMMETRIC.store(true, Ordering::SeqCst);
+            }
+        });
+    // Without the thread, owners simply keep fencing.
+    drop(spawned);
 }
 
 thread_local! {
@@ -103,11 +128,7 @@ impl Drop for Retire {
 impl Hub {
     /// A hub sending to `messages`; `pool` returns emptied vectors from the writer.
     pub fn new(messages: Sender<Message>, pool: Receiver<Vec<Record>>, buffer_bytes: usize) -> Hub {
-        // Registered before any buffer exists, so no owner ever skipped a fence that a
-        // collector did not make up for.
-        if os::membarrier_register() {
-            ASYMMETRIC.store(true, Ordering::SeqCst);
-        }
+        register_membarrier();
         Hub {
             tracing: AtomicBool::new(false),
             messages,
@@ -373,7 +394,8 @@ mod tests {
     use std::collections::HashMap;
 
     /// The handshake loses, repeats and reorders nothing: two threads append numbered records
-    /// while the collector takes their batches every few microseconds. A reordering needs the
+    /// while the collector takes their batches every few microseconds, before and after the
+    /// membarrier registration that `Hub::new` starts has completed. A reordering needs the
     /// owner to fill and send a batch in the instant between a collection's take and its send,
     /// so the scenario runs ten times (each well under a second).
     #[test]

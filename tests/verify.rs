@@ -16,12 +16,14 @@ const VERIFY: [&str; 3] = [
 ];
 
 /// Instrumented classes and methods, and classes left as they were (nothing to trace), as the
-/// agent's summary counts them.
+/// agent's summary counts them; `early_untouched` of those were loaded before VM init and
+/// left out of the retransformation.
 #[derive(Clone, Copy)]
 struct Counts {
     classes: u64,
     methods: u64,
     untouched: u64,
+    early_untouched: u64,
 }
 
 /// Runs `args` plain and under capture=bci with verification on every JDK installed; returns
@@ -34,6 +36,7 @@ fn verified(name: &str, args: &[&str]) -> Counts {
             classes: a.classes.min(b.classes),
             methods: a.methods.min(b.methods),
             untouched: a.untouched.min(b.untouched),
+            early_untouched: a.early_untouched.min(b.early_untouched),
         })
         .unwrap()
 }
@@ -113,12 +116,28 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
         let at = line.find(phrase).unwrap();
         line[..at].rsplit(' ').next().unwrap().parse().unwrap()
     };
+    let early = summary
+        .lines()
+        .find(|l| l.contains("loaded before VM init"))
+        .expect("retransformation line");
+    println!("{}: {}", name, early);
+    let at = early
+        .find(" with nothing to trace")
+        .expect("classes left out");
+    let early_untouched = early[..at].rsplit(' ').next().unwrap().parse().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    Counts {
+    let counts = Counts {
         classes: number("instrumented "),
         methods: number("classes, "),
         untouched: before(" classes had nothing to trace"),
-    }
+        early_untouched,
+    };
+    assert!(
+        counts.early_untouched <= counts.untouched,
+        "{}: the summary counts the classes left out at VM init",
+        name
+    );
+    counts
 }
 
 #[test]
@@ -129,6 +148,7 @@ fn javac_compiles_with_every_class_instrumented_and_verified() {
         classes,
         methods,
         untouched,
+        early_untouched,
     } = verified(
         "javac",
         &[
@@ -150,6 +170,13 @@ fn javac_compiles_with_every_class_instrumented_and_verified() {
     );
     // javac's interfaces without code (javax.lang.model among them) load unchanged.
     assert!(untouched > 50, "{} classes left as they were", untouched);
+    // Interfaces loaded before VM init (Runnable, Comparable, Serializable...) are not
+    // retransformed at all: HotSpot would redefine them for nothing.
+    assert!(
+        early_untouched > 5,
+        "{} classes loaded before VM init left out of the retransformation",
+        early_untouched
+    );
 }
 
 #[test]
