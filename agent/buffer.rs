@@ -26,8 +26,8 @@
 //! owners fence until it is done. The collector always fences and then, once registration is
 //! done, also calls membarrier. An owner that skipped its fence saw [`ASYMMETRIC`] set; a
 //! collector that saw it clear had made its `paused` visible (its fence) before that flag was
-//! set, and the owner reads `paused` after the flag (x86-64 keeps loads in order, and the
-//! compiler fence keeps the compiler from hoisting it), so the owner sees the pause.
+//! set, and the owner reads `paused` after the flag (its load of the flag is an acquire),
+//! so the owner sees the pause.
 
 use crate::clock;
 use crate::ffi::os;
@@ -71,7 +71,9 @@ static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
 /// The owner's side of the handshake, between its store of `busy` and its load of `paused`.
 #[inline(always)]
 fn owner_fence() {
-    if ASYMMETRIC.load(Ordering::Relaxed) {
+    // Acquire: the load of `paused` that follows stays after this one on every CPU (a plain
+    // load on x86-64, where loads are never reordered anyway).
+    if ASYMMETRIC.load(Ordering::Acquire) {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);
