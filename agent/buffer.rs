@@ -93,15 +93,14 @@ fn collector_fence() {
 /// Registers the process for membarrier off the caller's path (module comment); owners keep
 /// their hardware fence until it is done.
 fn register_membarrier() {
-    let spawned = std::thread::Builder::new()
+    // Detached; if it cannot be started, owners simply keep fencing.
+    let _ = std::thread::Builder::new()
         .name("jlive-membarrier".into())
         .spawn(|| {
             if os::membarrier_register() {
                 ASYMMETRIC.store(true, Ordering::SeqCst);
             }
         });
-    // Without the thread, owners simply keep fencing.
-    drop(spawned);
 }
 
 thread_local! {

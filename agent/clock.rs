@@ -78,11 +78,7 @@ pub fn refined_rate() -> Option<u32> {
     if !USE_TSC.load(Ordering::Relaxed) {
         return Some(1000);
     }
-    rate_since(*ORIGIN.get()?)
-}
-
-fn rate_since(origin: (u64, u64)) -> Option<u32> {
-    rate_over(origin, Duration::from_millis(10))
+    rate_over(*ORIGIN.get()?, Duration::from_millis(10))
 }
 
 /// The rate from `origin` until now, if at least `least` has passed.

@@ -112,25 +112,17 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
             .parse()
             .unwrap()
     };
-    let before = |phrase: &str| -> u64 {
-        let at = line.find(phrase).unwrap();
-        line[..at].rsplit(' ').next().unwrap().parse().unwrap()
-    };
     let early = summary
         .lines()
         .find(|l| l.contains("loaded before VM init"))
         .expect("retransformation line");
     println!("{}: {}", name, early);
-    let at = early
-        .find(" with nothing to trace")
-        .expect("classes left out");
-    let early_untouched = early[..at].rsplit(' ').next().unwrap().parse().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let counts = Counts {
         classes: number("instrumented "),
         methods: number("classes, "),
-        untouched: before(" classes had nothing to trace"),
-        early_untouched,
+        untouched: number_before(line, " classes had nothing to trace"),
+        early_untouched: number_before(early, " with nothing to trace"),
     };
     assert!(
         counts.early_untouched <= counts.untouched,
@@ -138,6 +130,14 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
         name
     );
     counts
+}
+
+/// The number written just before `phrase` in `line`.
+fn number_before(line: &str, phrase: &str) -> u64 {
+    let at = line
+        .find(phrase)
+        .unwrap_or_else(|| panic!("{:?} not in {}", phrase, line));
+    line[..at].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 #[test]

@@ -39,7 +39,8 @@ const ACC_PRIVATE: u16 = 0x0002;
 const ACC_PROTECTED: u16 = 0x0004;
 const ACC_STATIC: u16 = 0x0008;
 const ACC_SYNCHRONIZED: u16 = 0x0020;
-const ACC_NATIVE: u16 = 0x0100;
+pub const ACC_NATIVE: u16 = 0x0100;
+pub const ACC_ABSTRACT: u16 = 0x0400;
 const ACC_SYNTHETIC: u16 = 0x1000;
 
 /// The prefix of renamed native methods (given to JVMTI SetNativeMethodPrefix).

@@ -403,15 +403,18 @@ pub fn retransform_loaded(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) {
 /// Some(number of native methods) when no method of `class` has code: only abstract and
 /// native ones (an interface without default or static methods, an annotation type).
 fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
-    const ACC_NATIVE: jint = 0x0100;
-    const ACC_ABSTRACT: jint = 0x0400;
+    // JVMTI's modifiers are the class file's access flags.
+    let (native, abstract_) = (
+        jint::from(rewrite::ACC_NATIVE),
+        jint::from(rewrite::ACC_ABSTRACT),
+    );
     let mut natives = 0;
     for method in jvmti.class_methods(class).ok()? {
         let modifiers = jvmti.method_modifiers(method).ok()?;
-        if modifiers & (ACC_NATIVE | ACC_ABSTRACT) == 0 {
+        if modifiers & (native | abstract_) == 0 {
             return None;
         }
-        if modifiers & ACC_NATIVE != 0 {
+        if modifiers & native != 0 {
             natives += 1;
         }
     }
