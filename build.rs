@@ -40,8 +40,16 @@ fn main() {
     println!("cargo:rerun-if-changed=api");
 
     let trampoline = out.join("trampoline");
-    compile_java(&java_sources(Path::new("trampoline")), None, &trampoline);
+    // The trampoline reads its gate through jdk.internal.misc.Unsafe, which --release 8 does
+    // not know: a compile-time stub stands in for it (never packaged).
+    let stubs = Path::new("build-support/stubs");
+    compile_java(
+        &java_sources(Path::new("trampoline")),
+        Some(stubs),
+        &trampoline,
+    );
     println!("cargo:rerun-if-changed=trampoline");
+    println!("cargo:rerun-if-changed=build-support/stubs");
     println!(
         "cargo:rustc-env=JLIVE_TRAMPOLINE={}",
         trampoline.join("java/lang/JliveTrampoline.class").display()

@@ -123,6 +123,7 @@ impl Profiler {
         self.burst_methods.store(methods, Ordering::SeqCst);
         self.burst_alloc.store(flags.alloc, Ordering::SeqCst);
         self.hub.start();
+        crate::capture::bci::set_gate(methods, flags.alloc);
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
         state.opened = Some(Instant::now());
@@ -138,6 +139,7 @@ impl Profiler {
         let Some(flags) = state.flags.take() else {
             return Err("no burst is open".into());
         };
+        crate::capture::bci::set_gate(0, false);
         self.switch_events(jvmti, flags, false);
         self.hub.stop_and_collect();
         self.hub.control(Message::BurstEnd {

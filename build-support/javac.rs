@@ -24,12 +24,15 @@ pub fn jdk_tool(name: &str) -> std::path::PathBuf {
     }
 }
 
-/// Compiles `sources` into `out` with `javac --release 8`, `classpath` on the class path.
+/// Compiles `sources` into `out` with `javac --release 8`, `classpath` on the class path
+/// (classes, or the sources of compile-time stubs: `-implicit:none` keeps those out of `out`).
 pub fn compile_java(sources: &[std::path::PathBuf], classpath: Option<&std::path::Path>, out: &std::path::Path) {
     std::fs::create_dir_all(out).expect("create the class output directory");
     let javac = jdk_tool("javac");
     let mut command = std::process::Command::new(&javac);
-    command.args(["--release", "8", "-nowarn", "-encoding", "UTF-8", "-d"]).arg(out);
+    command
+        .args(["--release", "8", "-nowarn", "-implicit:none", "-encoding", "UTF-8", "-d"])
+        .arg(out);
     if let Some(cp) = classpath {
         command.arg("-cp").arg(cp);
     }

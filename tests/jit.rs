@@ -2,15 +2,44 @@
 //! padded past FreqInlineSize, so that neither C1 nor C2 inlines it (a compilation that
 //! inlines a hundred instrumented methods spends up to a second in register allocation);
 //! `inline=on` leaves methods short. HotSpot's own -XX:+PrintInlining is the witness.
+//!
+//! The trampolines' Java side reads the burst gate before calling its native, and is itself
+//! never inlined (`@DontInline`: inlined, it made C1's code half as big again and the JIT
+//! spend a third more time). A JVM that never opens a burst calls no trampoline native.
 
 mod common;
 
 use common::*;
 use std::process::Command;
 
-/// The PrintInlining lines about `Hot.step` called from `Hot.loop`, for `options`, and the
-/// number of methods the agent's log says it padded.
-fn inlining_of_step(jdk: &Jdk, options: &str) -> (Vec<String>, u64) {
+/// What a paused run of `Hot` under `options` shows.
+struct Inlining {
+    /// The PrintInlining lines about `Hot.step` called from `Hot.loop`.
+    step: Vec<String>,
+    /// The PrintInlining lines about the trampolines.
+    trampolines: Vec<String>,
+    /// Methods the agent's log says it padded.
+    padded: u64,
+    /// Trampoline natives called although the gate was closed (the agent's log).
+    past_gate: u64,
+}
+
+/// The number just before `phrase` in the agent's log.
+fn logged(jdk: &Jdk, log: &str, phrase: &str) -> u64 {
+    log.split(phrase)
+        .next()
+        .filter(|before| before.len() < log.len())
+        .and_then(|before| before.rsplit([' ', '(']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: no number before {:?} in the log: {}",
+                jdk.name, phrase, log
+            )
+        })
+}
+
+fn inlining_of_step(jdk: &Jdk, options: &str) -> Inlining {
     let dir = scratch("jit");
     let mut c = Command::new(jdk.java());
     c.args([
@@ -33,12 +62,8 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> (Vec<String>, u64) {
     let run = run(c);
     let log = std::fs::read_to_string(dir.join("jlive.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let padded = log
-        .split(" padded past")
-        .next()
-        .and_then(|before| before.rsplit('(').next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{}: no padded count in the log: {}", jdk.name, log));
+    let padded = logged(jdk, &log, " padded past");
+    let past_gate = logged(jdk, &log, " trampoline calls past a closed gate");
     assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
     assert!(
         run.stdout.contains("sum = 200000"),
@@ -46,13 +71,19 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> (Vec<String>, u64) {
         jdk.name,
         run.stdout
     );
-    let lines = run
-        .stdout
-        .lines()
-        .filter(|l| l.contains("@ ") && l.contains("Hot::step ("))
-        .map(|l| l.trim().to_string())
-        .collect();
-    (lines, padded)
+    let lines = |what: &str| -> Vec<String> {
+        run.stdout
+            .lines()
+            .filter(|l| l.contains("@ ") && l.contains(what))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    Inlining {
+        step: lines("Hot::step ("),
+        trampolines: lines("java.lang.JliveTrampoline::"),
+        padded,
+        past_gate,
+    }
 }
 
 fn inlined(line: &str) -> bool {
@@ -62,7 +93,8 @@ fn inlined(line: &str) -> bool {
 #[test]
 fn instrumented_methods_are_not_inlined_unless_inline_on() {
     for jdk in jdks() {
-        let (padded, count) = inlining_of_step(&jdk, "");
+        let run = inlining_of_step(&jdk, "");
+        let (padded, count) = (&run.step, run.padded);
         assert!(count > 1000, "{}: only {} methods padded", jdk.name, count);
         assert!(
             padded.iter().any(|l| l.contains("hot method too big")),
@@ -76,13 +108,41 @@ fn instrumented_methods_are_not_inlined_unless_inline_on() {
             jdk.name,
             padded
         );
-        let (short, count) = inlining_of_step(&jdk, ",inline=on");
+        let run = inlining_of_step(&jdk, ",inline=on");
+        let (short, count) = (&run.step, run.padded);
         assert_eq!(count, 0, "{}: methods padded under inline=on", jdk.name);
         assert!(
             short.iter().any(|l| l.ends_with("inline (hot)")),
             "{}: with inline=on C2 did not inline Hot.step: {:?}",
             jdk.name,
             short
+        );
+    }
+}
+
+#[test]
+fn a_paused_jvm_calls_no_trampoline_native_and_the_trampolines_stay_out_of_line() {
+    for jdk in jdks() {
+        let run = inlining_of_step(&jdk, "");
+        // Hot makes 200,000 traced calls and the JDK's code many more, all with the gate shut.
+        assert_eq!(
+            run.past_gate, 0,
+            "{}: trampoline natives were called with no burst open",
+            jdk.name
+        );
+        assert!(
+            run.trampolines
+                .iter()
+                .any(|l| l.contains("::enter (") && l.ends_with("don't inline by annotation")),
+            "{}: HotSpot did not keep JliveTrampoline.enter out of line: {:?}",
+            jdk.name,
+            run.trampolines
+        );
+        assert!(
+            !run.trampolines.iter().any(|l| inlined(l)),
+            "{}: a trampoline was inlined: {:?}",
+            jdk.name,
+            run.trampolines
         );
     }
 }

@@ -24,9 +24,9 @@ use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::profiler::{self, Profiler};
 use jlive_writer::record::{RecordKind, NO_OBJECT, PENDING_OBJECT};
-use jni_sys::{jclass, jint, jobject, JNIEnv};
+use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The trampoline class, compiled by build.rs.
 const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
@@ -35,6 +35,14 @@ const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
 pub const LOADER_TAG: i64 = 1 << 61;
 
 static READY: AtomicBool = AtomicBool::new(false);
+
+/// What the open burst records, read by the Java side of every trampoline before it calls its
+/// native (JliveTrampoline's ENTRIES, EXITS, ALLOCATIONS): while it is 0, a compiled
+/// trampoline call is a load and a branch. A hint only: the natives check the burst again.
+static GATE: AtomicI32 = AtomicI32::new(0);
+const GATE_ENTRIES: i32 = 1;
+const GATE_EXITS: i32 = 2;
+const GATE_ALLOCATIONS: i32 = 4;
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
 /// What the instrumentation did, for the log and `status`.
@@ -49,6 +57,9 @@ pub struct BciStats {
     pub native: AtomicU64,
     pub failed_classes: AtomicU64,
     pub nanos: AtomicU64,
+    /// Trampoline natives called while the gate was closed (a few can pass as a burst ends;
+    /// tests/jit.rs requires none from a JVM that never opened a burst).
+    pub past_closed_gate: AtomicU64,
 }
 
 impl BciStats {
@@ -56,7 +67,7 @@ impl BciStats {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
@@ -64,7 +75,8 @@ impl BciStats {
             self.native.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
             self.failed_classes.load(Ordering::Relaxed),
-            self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / (classes + untouched).max(1) as f64
+            self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / (classes + untouched).max(1) as f64,
+            self.past_closed_gate.load(Ordering::Relaxed)
         )
     }
 }
@@ -105,37 +117,42 @@ pub fn initialize_trampoline(jni: Jni<'_>) -> Result<(), String> {
     }
 }
 
-/// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines.
+/// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines and answers
+/// the address of [`GATE`] (0, and no trampoline bound, when binding failed).
 #[no_mangle]
-pub extern "system" fn Java_java_lang_JliveTrampoline_bind(env: *mut JNIEnv, class: jclass) {
+pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
+    env: *mut JNIEnv,
+    class: jclass,
+) -> jlong {
     guard(|| {
         if let Some(jni) = Jni::from_callback(env) {
             bind(jni, class);
         }
     });
+    GATE.as_ptr() as jlong
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
     let natives: [(&CStr, &CStr, *mut c_void); 6] = [
-        (c"enter", c"(I)V", enter as *mut c_void),
+        (c"enter0", c"(I)V", enter as *mut c_void),
         (
-            c"enterObject",
+            c"enterObject0",
             c"(Ljava/lang/Object;I)V",
             enter_object as *mut c_void,
         ),
         (
-            c"enterConstructor",
+            c"enterConstructor0",
             c"(I)V",
             enter_constructor as *mut c_void,
         ),
         (
-            c"constructed",
+            c"constructed0",
             c"(Ljava/lang/Object;I)V",
             constructed as *mut c_void,
         ),
-        (c"exit", c"(I)V", exit as *mut c_void),
+        (c"exit0", c"(I)V", exit as *mut c_void),
         (
-            c"allocated",
+            c"allocated0",
             c"(Ljava/lang/Object;)V",
             allocated as *mut c_void,
         ),
@@ -143,6 +160,22 @@ fn bind(jni: Jni<'_>, class: jclass) {
     if jni.register_natives(class, &natives) {
         READY.store(true, Ordering::SeqCst);
     }
+}
+
+/// Opens or closes the trampolines' gate for a burst that records `methods` (0 none, 1
+/// entries, 2 entries and exits) and allocations or not.
+pub fn set_gate(methods: u8, alloc: bool) {
+    let mut gate = 0;
+    if methods >= 1 {
+        gate |= GATE_ENTRIES;
+    }
+    if methods >= 2 {
+        gate |= GATE_EXITS;
+    }
+    if alloc {
+        gate |= GATE_ALLOCATIONS;
+    }
+    GATE.store(gate, Ordering::SeqCst);
 }
 
 fn current_thread(p: &'static Profiler) -> bool {
@@ -154,8 +187,23 @@ fn current_thread(p: &'static Profiler) -> bool {
 #[inline(always)]
 fn tracing(exits: bool) -> Option<&'static Profiler> {
     let need = if exits { 2 } else { 1 };
-    profiler::get()
-        .filter(|p| p.hub.is_tracing() && p.burst_methods.load(Ordering::Relaxed) >= need)
+    let p = profiler::get()
+        .filter(|p| p.hub.is_tracing() && p.burst_methods.load(Ordering::Relaxed) >= need);
+    if p.is_none() {
+        not_recording();
+    }
+    p
+}
+
+/// A trampoline native found no burst to record for: counts it when the gate was closed, as
+/// the Java side should have stopped it (`BciStats::past_closed_gate`).
+#[cold]
+fn not_recording() {
+    if GATE.load(Ordering::Relaxed) == 0 {
+        if let Some(p) = profiler::get() {
+            p.bci.past_closed_gate.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// An entry of method `key` whose receiver is `object` (or NO_OBJECT, PENDING_OBJECT). Each
@@ -217,6 +265,8 @@ extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) 
     guard(|| {
         if let Some(p) = profiler::get().filter(|p| p.burst_alloc.load(Ordering::Relaxed)) {
             crate::callbacks::record_allocation(p, p.jvmti, env, object, std::ptr::null_mut());
+        } else {
+            not_recording();
         }
     });
 }
