@@ -20,7 +20,7 @@
 //! Constructors get two catch-all handlers: one for the code before super()/this(), whose
 //! frame keeps `uninitializedThis` (JVMS §4.10.1.6 forbids covering it otherwise), and one
 //! after. Branch targets, switch padding, the exception table, LineNumberTable,
-//! LocalVariable(Type)Table and StackMapTable (rewritten as full frames) are carried over.
+//! LocalVariable(Type)Table and StackMapTable (each frame in its shortest form) are carried over.
 //! A method that would outgrow the 64 KiB code limit (or a 16-bit branch) is left as it was.
 //!
 //! Native methods (in classes seen at first load, where new methods may be added) are
@@ -339,7 +339,7 @@ fn wrap_native<'a>(
         };
         attributes.push(super::classfile::Attribute {
             name: refs.get(pool, Ref::StackMapTable)?,
-            data: stackmap::encode(&[frame])?.into(),
+            data: stackmap::encode(&[frame], None)?.into(),
         });
     }
     let body = Code {
@@ -680,7 +680,7 @@ fn rewrite(
                     }
                 }
                 frames.extend(catch_frames.iter().cloned());
-                stackmap::encode(&frames)?
+                stackmap::encode(&frames, Some(&initial))?
             }
         };
         attributes.push(super::classfile::Attribute {
@@ -691,7 +691,7 @@ fn rewrite(
     if !had_stack_map && m.stack_maps {
         attributes.push(super::classfile::Attribute {
             name: refs.get(pool, Ref::StackMapTable)?,
-            data: stackmap::encode(&catch_frames)?.into(),
+            data: stackmap::encode(&catch_frames, None)?.into(),
         });
     }
     let new = Code {

@@ -1,5 +1,6 @@
 //! StackMapTable (JVMS §4.7.4): decoded into frames at absolute offsets with their full
-//! locals and stack, so the rewriter can move them, and written back as full frames.
+//! locals and stack, so the rewriter can move them, and written back with each frame in the
+//! shortest form its predecessor allows (HotSpot reads every frame of a verified method).
 //!
 //! ```text
 //! StackMapTable  u2 n + frame[n]; a frame's offset is the previous offset + delta + 1
@@ -188,29 +189,79 @@ pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Frame>> {
     Ok(frames)
 }
 
-/// Encodes frames (sorted by offset) as full frames.
-pub fn encode(frames: &[Frame]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+/// Writes `frames` (full locals and stack, in offset order) as a StackMapTable, each frame in
+/// the shortest form the previous one allows: same, same_locals_1_stack_item, chop, append,
+/// or full. `initial` is the implicit frame of the method's descriptor; None when it is not
+/// at hand (a method that had no table), and then the first frame is written in full.
+pub fn encode(frames: &[Frame], initial: Option<&[VType]>) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(2 + 4 * frames.len());
     put_u2(&mut out, frames.len() as u16);
     let mut previous: i64 = -1;
+    let mut locals = initial;
     for f in frames {
         let delta = f.offset as i64 - previous - 1;
         if !(0..=0xFFFF).contains(&delta) {
             return err("stack map frames out of order");
         }
         previous = f.offset as i64;
-        out.push(255);
-        put_u2(&mut out, delta as u16);
-        put_u2(&mut out, f.locals.len() as u16);
-        for v in &f.locals {
-            v.write(&mut out);
-        }
-        put_u2(&mut out, f.stack.len() as u16);
-        for v in &f.stack {
-            v.write(&mut out);
-        }
+        write_frame(&mut out, delta as u16, f, locals);
+        locals = Some(&f.locals);
     }
     Ok(out)
+}
+
+/// One frame relative to the locals of the frame before it (None: unknown, write it in full).
+fn write_frame(out: &mut Vec<u8>, delta: u16, f: &Frame, before: Option<&[VType]>) {
+    let short = delta <= 63;
+    match (before, f.stack.len()) {
+        (Some(before), 0) if before == f.locals.as_slice() => {
+            if short {
+                out.push(delta as u8);
+            } else {
+                out.push(251);
+                put_u2(out, delta);
+            }
+        }
+        (Some(before), 1) if before == f.locals.as_slice() => {
+            if short {
+                out.push(64 + delta as u8);
+            } else {
+                out.push(247);
+                put_u2(out, delta);
+            }
+            f.stack[0].write(out);
+        }
+        (Some(before), 0) if is_chop(before, &f.locals) => {
+            out.push((251 - (before.len() - f.locals.len())) as u8);
+            put_u2(out, delta);
+        }
+        (Some(before), 0) if is_chop(&f.locals, before) => {
+            out.push((251 + (f.locals.len() - before.len())) as u8);
+            put_u2(out, delta);
+            for v in &f.locals[before.len()..] {
+                v.write(out);
+            }
+        }
+        _ => {
+            out.push(255);
+            put_u2(out, delta);
+            put_u2(out, f.locals.len() as u16);
+            for v in &f.locals {
+                v.write(out);
+            }
+            put_u2(out, f.stack.len() as u16);
+            for v in &f.stack {
+                v.write(out);
+            }
+        }
+    }
+}
+
+/// Whether `shorter` is `longer` without its last one to three locals.
+fn is_chop(longer: &[VType], shorter: &[VType]) -> bool {
+    longer.len() > shorter.len()
+        && longer.len() - shorter.len() <= 3
+        && longer[..shorter.len()] == *shorter
 }
 
 #[cfg(test)]
@@ -228,7 +279,17 @@ mod tests {
         assert_eq!(frames[1].locals, [VType::Object(9), VType::Integer]);
         assert_eq!(frames[2].stack, [VType::Null]);
         assert_eq!(frames[3].locals, [VType::Object(9)]);
-        let again = decode(&encode(&frames).unwrap(), &initial).unwrap();
-        assert_eq!(again, frames);
+        let compact = encode(&frames, Some(&initial)).unwrap();
+        assert_eq!(
+            compact, data,
+            "the shortest form of each frame is the one it was read in"
+        );
+        assert_eq!(decode(&compact, &initial).unwrap(), frames);
+        let full = encode(&frames, None).unwrap();
+        assert_eq!(
+            full[2], 255,
+            "a first frame with no initial frame to go by is written in full"
+        );
+        assert_eq!(decode(&full, &initial).unwrap(), frames);
     }
 }

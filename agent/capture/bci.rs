@@ -10,9 +10,10 @@
 //!   for a retransformed class).
 //! - VMInit: classes loaded before the hook could instrument them are retransformed.
 //!
-//! The trampolines are the hot path: read the tick counter, append one record, return. The
-//! agent overhead a record carries is a constant measured at start-up instead of a second
-//! tick read per call.
+//! The trampolines are the hot path. Their Java side reads [`GATE`] (set by `set_gate` as
+//! bursts begin and end) and calls a native only while a burst records: read the tick
+//! counter, append one record, return. The agent overhead a record carries is a constant
+//! measured at start-up instead of a second tick read per call.
 
 use super::{entered, exited};
 use crate::bci::rewrite::{self, Weave, TRAMPOLINE};
