@@ -36,15 +36,16 @@ const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
 pub const LOADER_TAG: i64 = 1 << 61;
 
 static READY: AtomicBool = AtomicBool::new(false);
+static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
 /// What the open burst records, read by the Java side of every trampoline before it calls its
-/// native (JliveTrampoline's ENTRIES, EXITS, ALLOCATIONS): while it is 0, a compiled
-/// trampoline call is a load and a branch. A hint only: the natives check the burst again.
+/// native (JliveTrampoline's ENTRIES, EXITS, ALLOCATIONS): while it is 0, a trampoline call
+/// from compiled code is a Java call, a load and a branch, and no JNI transition. A hint
+/// only: the natives check the burst again.
 static GATE: AtomicI32 = AtomicI32::new(0);
 const GATE_ENTRIES: i32 = 1;
 const GATE_EXITS: i32 = 2;
 const GATE_ALLOCATIONS: i32 = 4;
-static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
 /// What the instrumentation did, for the log and `status`.
 #[derive(Default)]
