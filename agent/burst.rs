@@ -115,15 +115,8 @@ impl Profiler {
                 text: format!("burst: {}", label),
             });
         }
-        let methods = match flags.methods {
-            Methods::Off => 0,
-            Methods::Entry => 1,
-            Methods::On => 2,
-        };
-        self.burst_methods.store(methods, Ordering::SeqCst);
-        self.burst_alloc.store(flags.alloc, Ordering::SeqCst);
         self.hub.start();
-        crate::capture::bci::set_gate(methods, flags.alloc);
+        crate::capture::bci::set_gate(flags.methods, flags.alloc);
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
         state.opened = Some(Instant::now());
@@ -139,7 +132,7 @@ impl Profiler {
         let Some(flags) = state.flags.take() else {
             return Err("no burst is open".into());
         };
-        crate::capture::bci::set_gate(0, false);
+        crate::capture::bci::set_gate(Methods::Off, false);
         self.switch_events(jvmti, flags, false);
         self.hub.stop_and_collect();
         self.hub.control(Message::BurstEnd {

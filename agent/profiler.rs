@@ -65,10 +65,6 @@ pub struct Profiler {
     /// two); capture=events measures each record.
     pub overhead: Option<u32>,
     pub bci: crate::capture::bci::BciStats,
-    /// What the open burst records, for capture=bci's trampolines (the JVMTI events are
-    /// simply switched under capture=events): 0 no methods, 1 entries, 2 entries and exits.
-    pub burst_methods: std::sync::atomic::AtomicU8,
-    pub burst_alloc: AtomicBool,
     listener: Mutex<Option<Listener>>,
     control: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -206,8 +202,6 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         filter,
         overhead,
         bci: Default::default(),
-        burst_methods: std::sync::atomic::AtomicU8::new(0),
-        burst_alloc: AtomicBool::new(false),
         listener: Mutex::new(listener),
         control: Mutex::new(None),
         writer: Mutex::new(Some(writer)),

@@ -24,21 +24,6 @@ struct Inlining {
     past_gate: u64,
 }
 
-/// The number just before `phrase` in the agent's log.
-fn logged(jdk: &Jdk, log: &str, phrase: &str) -> u64 {
-    log.split(phrase)
-        .next()
-        .filter(|before| before.len() < log.len())
-        .and_then(|before| before.rsplit([' ', '(']).next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "{}: no number before {:?} in the log: {}",
-                jdk.name, phrase, log
-            )
-        })
-}
-
 fn inlining_of_step(jdk: &Jdk, options: &str) -> Inlining {
     let dir = scratch("jit");
     let mut c = Command::new(jdk.java());
@@ -62,8 +47,8 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> Inlining {
     let run = run(c);
     let log = std::fs::read_to_string(dir.join("jlive.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let padded = logged(jdk, &log, " padded past");
-    let past_gate = logged(jdk, &log, " trampoline calls past a closed gate");
+    let padded = number_before(&log, " padded past");
+    let past_gate = number_before(&log, " trampoline calls past a closed gate");
     assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
     assert!(
         run.stdout.contains("sum = 200000"),

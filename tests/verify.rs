@@ -102,16 +102,6 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
         .find(|l| l.contains("capture=bci: instrumented"))
         .expect("bci summary");
     println!("{}: {}", name, line);
-    let number = |after: &str| -> u64 {
-        let at = line.find(after).unwrap() + after.len();
-        line[at..]
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .trim_end_matches(',')
-            .parse()
-            .unwrap()
-    };
     let early = summary
         .lines()
         .find(|l| l.contains("loaded before VM init"))
@@ -119,8 +109,8 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
     println!("{}: {}", name, early);
     let _ = std::fs::remove_dir_all(&dir);
     let counts = Counts {
-        classes: number("instrumented "),
-        methods: number("classes, "),
+        classes: number_before(line, " classes, "),
+        methods: number_before(line, " methods ("),
         untouched: number_before(line, " classes had nothing to trace"),
         early_untouched: number_before(early, " with nothing to trace"),
     };
@@ -130,14 +120,6 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
         name
     );
     counts
-}
-
-/// The number written just before `phrase` in `line`.
-fn number_before(line: &str, phrase: &str) -> u64 {
-    let at = line
-        .find(phrase)
-        .unwrap_or_else(|| panic!("{:?} not in {}", phrase, line));
-    line[..at].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 #[test]

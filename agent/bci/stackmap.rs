@@ -212,30 +212,17 @@ pub fn encode(frames: &[Frame], initial: Option<&[VType]>) -> Result<Vec<u8>> {
 
 /// One frame relative to the locals of the frame before it (None: unknown, write it in full).
 fn write_frame(out: &mut Vec<u8>, delta: u16, f: &Frame, before: Option<&[VType]>) {
-    let short = delta <= 63;
-    match (before, f.stack.len()) {
-        (Some(before), 0) if before == f.locals.as_slice() => {
-            if short {
-                out.push(delta as u8);
-            } else {
-                out.push(251);
-                put_u2(out, delta);
-            }
+    match (before, f.stack.as_slice()) {
+        (Some(before), []) if before == f.locals.as_slice() => put_delta(out, delta, 0, 251),
+        (Some(before), [item]) if before == f.locals.as_slice() => {
+            put_delta(out, delta, 64, 247);
+            item.write(out);
         }
-        (Some(before), 1) if before == f.locals.as_slice() => {
-            if short {
-                out.push(64 + delta as u8);
-            } else {
-                out.push(247);
-                put_u2(out, delta);
-            }
-            f.stack[0].write(out);
-        }
-        (Some(before), 0) if is_chop(before, &f.locals) => {
+        (Some(before), []) if without_last_few(before, &f.locals) => {
             out.push((251 - (before.len() - f.locals.len())) as u8);
             put_u2(out, delta);
         }
-        (Some(before), 0) if is_chop(&f.locals, before) => {
+        (Some(before), []) if without_last_few(&f.locals, before) => {
             out.push((251 + (f.locals.len() - before.len())) as u8);
             put_u2(out, delta);
             for v in &f.locals[before.len()..] {
@@ -257,8 +244,20 @@ fn write_frame(out: &mut Vec<u8>, delta: u16, f: &Frame, before: Option<&[VType]
     }
 }
 
-/// Whether `shorter` is `longer` without its last one to three locals.
-fn is_chop(longer: &[VType], shorter: &[VType]) -> bool {
+/// The type byte of a frame kind that holds a delta up to 63 itself (`base` + delta), or
+/// `extended` followed by the delta as a u2.
+fn put_delta(out: &mut Vec<u8>, delta: u16, base: u8, extended: u8) {
+    if delta <= 63 {
+        out.push(base + delta as u8);
+    } else {
+        out.push(extended);
+        put_u2(out, delta);
+    }
+}
+
+/// Whether `shorter` is `longer` without its last one to three locals (a chop from `longer`,
+/// an append to `shorter`).
+fn without_last_few(longer: &[VType], shorter: &[VType]) -> bool {
     longer.len() > shorter.len()
         && longer.len() - shorter.len() <= 3
         && longer[..shorter.len()] == *shorter

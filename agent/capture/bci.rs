@@ -23,6 +23,7 @@ use crate::clock;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::Jvmti;
 use crate::log;
+use crate::options::Methods;
 use crate::profiler::{self, Profiler};
 use jlive_writer::record::{RecordKind, NO_OBJECT, PENDING_OBJECT};
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
@@ -38,10 +39,11 @@ pub const LOADER_TAG: i64 = 1 << 61;
 static READY: AtomicBool = AtomicBool::new(false);
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
-/// What the open burst records, read by the Java side of every trampoline before it calls its
-/// native (JliveTrampoline's ENTRIES, EXITS, ALLOCATIONS): while it is 0, a trampoline call
-/// from compiled code is a Java call, a load and a branch, and no JNI transition. A hint
-/// only: the natives check the burst again.
+/// What the open burst records (the JVMTI events are simply switched under capture=events),
+/// read by the Java side of every trampoline before it calls its native (JliveTrampoline's
+/// ENTRIES, EXITS, ALLOCATIONS): while it is 0, a trampoline call from compiled code is a Java
+/// call, a load and a branch, and no JNI transition. The Java side's read may be stale by a
+/// call, so the natives read it again (with the hub's `tracing`).
 static GATE: AtomicI32 = AtomicI32::new(0);
 const GATE_ENTRIES: i32 = 1;
 const GATE_EXITS: i32 = 2;
@@ -120,7 +122,8 @@ pub fn initialize_trampoline(jni: Jni<'_>) -> Result<(), String> {
 }
 
 /// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines and answers
-/// the address of [`GATE`] (0, and no trampoline bound, when binding failed).
+/// the address of [`GATE`] (if binding fails, READY stays false and nothing is instrumented
+/// to call them).
 #[no_mangle]
 pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
     env: *mut JNIEnv,
@@ -164,33 +167,28 @@ fn bind(jni: Jni<'_>, class: jclass) {
     }
 }
 
-/// Opens or closes the trampolines' gate for a burst that records `methods` (0 none, 1
-/// entries, 2 entries and exits) and allocations or not.
-pub fn set_gate(methods: u8, alloc: bool) {
-    let mut gate = 0;
-    if methods >= 1 {
-        gate |= GATE_ENTRIES;
-    }
-    if methods >= 2 {
-        gate |= GATE_EXITS;
-    }
-    if alloc {
-        gate |= GATE_ALLOCATIONS;
-    }
-    GATE.store(gate, Ordering::SeqCst);
+/// Sets the trampolines' gate for a burst that records `methods` and allocations or not
+/// (`Methods::Off` and false close it).
+pub fn set_gate(methods: Methods, alloc: bool) {
+    let methods = match methods {
+        Methods::Off => 0,
+        Methods::Entry => GATE_ENTRIES,
+        Methods::On => GATE_ENTRIES | GATE_EXITS,
+    };
+    let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
+    GATE.store(methods | alloc, Ordering::SeqCst);
 }
 
 fn current_thread(p: &'static Profiler) -> bool {
     attach_java_thread(p, p.jvmti, std::ptr::null_mut())
 }
 
-/// The running profiler if a burst is open that records method entries (and exits, with
-/// `exits`), so that a paused JVM pays no clock read.
+/// The running profiler if a burst is open that records what gate bit `what` stands for, so
+/// that a paused JVM pays no clock read.
 #[inline(always)]
-fn tracing(exits: bool) -> Option<&'static Profiler> {
-    let need = if exits { 2 } else { 1 };
-    let p = profiler::get()
-        .filter(|p| p.hub.is_tracing() && p.burst_methods.load(Ordering::Relaxed) >= need);
+fn recording(what: i32) -> Option<&'static Profiler> {
+    let p =
+        profiler::get().filter(|p| p.hub.is_tracing() && GATE.load(Ordering::Relaxed) & what != 0);
     if p.is_none() {
         not_recording();
     }
@@ -212,7 +210,7 @@ fn not_recording() {
 /// trampoline wraps it in its own `guard`, so that the guarded body stays inlined in each.
 #[inline(always)]
 fn enter_with(key: jint, object: u32) {
-    if let Some(p) = tracing(false) {
+    if let Some(p) = recording(GATE_ENTRIES) {
         entered(p, clock::ticks(), key as u64, object, || current_thread(p));
     }
 }
@@ -223,7 +221,7 @@ extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
     guard(|| {
-        if let Some(p) = tracing(false) {
+        if let Some(p) = recording(GATE_ENTRIES) {
             let ticks = clock::ticks();
             let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);
             entered(p, ticks, key as u64, object, || current_thread(p));
@@ -238,7 +236,9 @@ extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jin
 /// The receiver of a constructor, once super() has returned (objects=on).
 extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject, key: jint) {
     guard(|| {
-        let Some(p) = tracing(false) else { return };
+        let Some(p) = recording(GATE_ENTRIES) else {
+            return;
+        };
         let ticks = clock::ticks();
         let (id, class) = crate::callbacks::object_identity(p, p.jvmti, env, object, ticks);
         if let (Some(class), Some(b)) = (class, p.hub.current()) {
@@ -257,7 +257,7 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
 
 extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
     guard(|| {
-        if let Some(p) = tracing(true) {
+        if let Some(p) = recording(GATE_EXITS) {
             exited(p, clock::ticks(), key as u64, || current_thread(p));
         }
     });
@@ -265,7 +265,9 @@ extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
 
 extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) {
     guard(|| {
-        if let Some(p) = profiler::get().filter(|p| p.burst_alloc.load(Ordering::Relaxed)) {
+        if let Some(p) =
+            profiler::get().filter(|_| GATE.load(Ordering::Relaxed) & GATE_ALLOCATIONS != 0)
+        {
             crate::callbacks::record_allocation(p, p.jvmti, env, object, std::ptr::null_mut());
         } else {
             not_recording();

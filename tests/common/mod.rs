@@ -262,3 +262,14 @@ pub fn threads_of(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> V
     v.sort();
     v
 }
+
+/// The number written just before `phrase` in `text` (after a space or a parenthesis), as
+/// the agent's log and summary lines put their counts.
+pub fn number_before(text: &str, phrase: &str) -> u64 {
+    let at = text
+        .find(phrase)
+        .unwrap_or_else(|| panic!("{:?} not in {}", phrase, text));
+    let word = text[..at].rsplit([' ', '(']).next().unwrap_or_default();
+    word.parse()
+        .unwrap_or_else(|_| panic!("{:?} before {:?} is not a number in {}", word, phrase, text))
+}
