@@ -19,12 +19,19 @@ pub enum Source {
 /// Reads the tick counter. This is on the hot path: one instruction with the TSC.
 #[inline(always)]
 pub fn ticks() -> u64 {
+    tsc().unwrap_or_else(monotonic_ns)
+}
+
+/// The TSC, when it is the tick counter: a read with no call in it, for the trampolines'
+/// fast path (None sends them to their full path, which calls [`ticks`]).
+#[inline(always)]
+pub fn tsc() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     if USE_TSC.load(Ordering::Relaxed) {
         // SAFETY: rdtsc has no preconditions on x86-64; it only reads a counter.
-        return unsafe { core::arch::x86_64::_rdtsc() };
+        return Some(unsafe { core::arch::x86_64::_rdtsc() });
     }
-    monotonic_ns()
+    None
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.

@@ -17,6 +17,7 @@
 
 use super::{entered, exited};
 use crate::bci::rewrite::{self, Weave, TRAMPOLINE};
+use crate::buffer::Hub;
 use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
 use crate::clock;
@@ -215,7 +216,35 @@ fn enter_with(key: jint, object: u32) {
     }
 }
 
+/// The common case of a method record, when the thread has a buffer with room and no
+/// collector is at it: false sends the caller to its full path.
+#[inline(always)]
+fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
+    // The thread-local lookup is a call: first, so that little has to survive it.
+    let Some(b) = Hub::current_buffer() else {
+        return false;
+    };
+    if GATE.load(Ordering::Relaxed) & what == 0 {
+        return false;
+    }
+    let Some(p) = profiler::get() else {
+        return false;
+    };
+    let Some(extra) = p.overhead else {
+        return false;
+    };
+    b.try_append(&p.hub, kind, key as u64, arg, extra)
+}
+
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    if !fast(GATE_ENTRIES, RecordKind::MethodEntry, key, NO_OBJECT) {
+        enter_slow(key);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn enter_slow(key: jint) {
     guard(|| enter_with(key, NO_OBJECT));
 }
 
@@ -256,6 +285,14 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
 }
 
 extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    if !fast(GATE_EXITS, RecordKind::MethodExit, key, 0) {
+        exit_slow(key);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn exit_slow(key: jint) {
     guard(|| {
         if let Some(p) = recording(GATE_EXITS) {
             exited(p, clock::ticks(), key as u64, || current_thread(p));
