@@ -355,15 +355,20 @@ impl ThreadBuffer {
         true
     }
 
-    /// The trampolines' fast path: stamps and stores one record whose overhead is `extra`,
+    /// The trampolines' fast path: stores one record stamped `ticks` whose overhead is `extra`,
     /// but only when nothing needs attention (no collector at work, not muted, tracing on,
     /// room left). False means nothing was stored: the caller takes [`ThreadBuffer::append`],
     /// which handles every case. No call, no lock, nothing that can panic.
     #[inline(always)]
-    pub fn try_append(&self, hub: &Hub, kind: RecordKind, key: u64, arg: u32, extra: u32) -> bool {
-        let Some(ticks) = clock::tsc() else {
-            return false;
-        };
+    pub fn try_append(
+        &self,
+        hub: &Hub,
+        kind: RecordKind,
+        ticks: u64,
+        key: u64,
+        arg: u32,
+        extra: u32,
+    ) -> bool {
         self.busy.store(true, Ordering::Relaxed);
         owner_fence();
         let clear = !self.paused.load(Ordering::Relaxed)
@@ -479,7 +484,7 @@ mod tests {
                     let kind = RecordKind::MethodEntry;
                     let mut fast = 0;
                     for i in 0..PER_THREAD {
-                        if owner == 0 && buffer.try_append(hub, kind, i, 0, 0) {
+                        if owner == 0 && buffer.try_append(hub, kind, clock::ticks(), i, 0, 0) {
                             fast += 1;
                             continue;
                         }
