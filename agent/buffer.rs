@@ -355,20 +355,12 @@ impl ThreadBuffer {
         true
     }
 
-    /// The trampolines' fast path: stores one record stamped `ticks` whose overhead is `extra`,
+    /// The trampolines' fast path: stores `record` as it is (stamped, its overhead filled in),
     /// but only when nothing needs attention (no collector at work, not muted, tracing on,
     /// room left). False means nothing was stored: the caller takes [`ThreadBuffer::append`],
     /// which handles every case. No call, no lock, nothing that can panic.
     #[inline(always)]
-    pub fn try_append(
-        &self,
-        hub: &Hub,
-        kind: RecordKind,
-        ticks: u64,
-        key: u64,
-        arg: u32,
-        extra: u32,
-    ) -> bool {
+    pub fn try_append(&self, hub: &Hub, record: Record) -> bool {
         self.busy.store(true, Ordering::Relaxed);
         owner_fence();
         let clear = !self.paused.load(Ordering::Relaxed)
@@ -380,13 +372,7 @@ impl ThreadBuffer {
             let records = unsafe { &mut *self.records.get() };
             let room = records.len() < hub.capacity && records.len() < records.capacity();
             if room {
-                records.push(Record {
-                    ticks,
-                    key,
-                    arg,
-                    extra,
-                    kind,
-                });
+                records.push(record);
             }
             room
         };
@@ -484,7 +470,9 @@ mod tests {
                     let kind = RecordKind::MethodEntry;
                     let mut fast = 0;
                     for i in 0..PER_THREAD {
-                        if owner == 0 && buffer.try_append(hub, kind, clock::ticks(), i, 0, 0) {
+                        if owner == 0
+                            && buffer.try_append(hub, Record::new(kind, clock::ticks(), i, 0, 0))
+                        {
                             fast += 1;
                             continue;
                         }

@@ -26,7 +26,7 @@ use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::options::Methods;
 use crate::profiler::{self, Profiler};
-use jlive_writer::record::{RecordKind, NO_OBJECT, PENDING_OBJECT};
+use jlive_writer::record::{Record, RecordKind, NO_OBJECT, PENDING_OBJECT};
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -238,7 +238,7 @@ fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
     let Some(extra) = p.overhead else {
         return false;
     };
-    b.try_append(&p.hub, kind, ticks, key as u64, arg, extra)
+    b.try_append(&p.hub, Record::new(kind, ticks, key as u64, arg, extra))
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
