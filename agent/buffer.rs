@@ -443,8 +443,8 @@ mod tests {
             eprintln!("skipped: the fast path needs an invariant TSC, which this CPU lacks");
             return;
         }
-        // Most records take the fast path; the full path takes a buffer's first and the
-        // records a collection interrupts.
+        // Most records take the fast path; the full path takes a buffer's first record, the
+        // one that finds it full, and those a collection interrupts.
         assert!(
             fast > 10 * PER_THREAD / 2,
             "{} records took the fast path",

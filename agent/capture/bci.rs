@@ -217,7 +217,9 @@ fn enter_with(key: jint, object: u32) {
 }
 
 /// The common case of a method record, when the thread has a buffer with room and no
-/// collector is at it: false sends the caller to its full path.
+/// collector is at it: false sends the caller to its full path. It runs outside `guard`
+/// because nothing in it can panic: loads, stores, the TSC, and a thread-local that is a
+/// const-initialized `Cell` with no destructor (so `with` cannot fail).
 #[inline(always)]
 fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
     // The TSC read takes longer than all the rest: started first, it overlaps the checks.
