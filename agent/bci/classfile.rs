@@ -90,13 +90,19 @@ pub struct ConstantPool<'a> {
     index: Option<HashMap<u64, u16, BuildHasherDefault<KeyHasher>>>,
 }
 
-/// FNV-1a over a constant's tag and payload.
+/// A hash of a constant's tag and payload, eight bytes at a time (the index is built over
+/// every constant of the pool, most of them names and descriptors tens of bytes long).
 fn constant_hash(tag: u8, payload: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ u64::from(tag);
-    for &b in payload {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut h = mix(u64::from(tag), payload.len() as u64);
+    let mut words = payload.chunks_exact(8);
+    for w in &mut words {
+        h = mix(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
     }
-    h
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    mix(h, u64::from_le_bytes(last))
 }
 
 impl Constant<'_> {
@@ -105,6 +111,14 @@ impl Constant<'_> {
             Constant::Utf8(s) => Some(constant_hash(1, s.as_bytes())),
             Constant::Other(tag, p) => Some(constant_hash(*tag, p)),
             Constant::Gap => None,
+        }
+    }
+    /// Its size in a class file (modified UTF-8 can be a few bytes longer).
+    fn size_hint(&self) -> usize {
+        match self {
+            Constant::Utf8(s) => 3 + s.len() + s.len() / 8,
+            Constant::Other(_, p) => 1 + p.len(),
+            Constant::Gap => 0,
         }
     }
     fn is(&self, tag: u8, payload: &[u8]) -> bool {
@@ -119,7 +133,9 @@ impl Constant<'_> {
 impl<'a> ConstantPool<'a> {
     fn read(r: &mut Reader<'a>) -> Result<ConstantPool<'a>> {
         let count = r.u2()? as usize;
-        let mut entries = vec![Constant::Gap];
+        // Room for the constants the rewriter adds without growing the vector.
+        let mut entries = Vec::with_capacity(count + 32);
+        entries.push(Constant::Gap);
         while entries.len() < count {
             let tag = r.u1()?;
             let payload = match tag {
@@ -441,7 +457,7 @@ impl<'a> ClassFile<'a> {
     }
 
     pub fn write(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4096);
+        let mut out = Vec::with_capacity(self.size_hint());
         put_u4(&mut out, 0xCAFE_BABE);
         put_u2(&mut out, self.minor);
         put_u2(&mut out, self.major);
@@ -457,6 +473,20 @@ impl<'a> ClassFile<'a> {
         write_members(&mut out, &self.methods);
         write_attributes(&mut out, &self.attributes);
         out
+    }
+
+    /// About the size of the written class (a little more), so that `write` seldom grows
+    /// its vector.
+    fn size_hint(&self) -> usize {
+        let pool: usize = self.pool.entries.iter().map(|e| e.size_hint()).sum();
+        let attributes = |a: &[Attribute]| -> usize { a.iter().map(|a| 6 + a.data.len()).sum() };
+        let members =
+            |m: &[Member]| -> usize { m.iter().map(|m| 8 + attributes(&m.attributes)).sum() };
+        64 + pool
+            + 2 * self.interfaces.len()
+            + members(&self.fields)
+            + members(&self.methods)
+            + attributes(&self.attributes)
     }
 
     pub fn name(&self) -> Result<&str> {

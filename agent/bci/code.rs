@@ -139,6 +139,17 @@ pub fn decode(code: &[u8]) -> Result<Vec<Insn>> {
 
 /// Absolute branch targets of an instruction (switch: default first).
 pub fn targets(code: &[u8], i: &Insn) -> Result<Vec<usize>> {
+    let mut t = Vec::new();
+    each_target(code, i, |target| {
+        t.push(target);
+        Ok(())
+    })?;
+    Ok(t)
+}
+
+/// Calls `f` with each absolute branch target of an instruction (switch: default first),
+/// without collecting them.
+pub fn each_target(code: &[u8], i: &Insn, mut f: impl FnMut(usize) -> Result<()>) -> Result<()> {
     let rel = |off: i64| -> Result<usize> {
         let t = i.pc as i64 + off;
         if t < 0 || t as usize >= code.len() {
@@ -146,30 +157,30 @@ pub fn targets(code: &[u8], i: &Insn) -> Result<Vec<usize>> {
         }
         Ok(t as usize)
     };
-    Ok(match i.op {
-        153..=168 | 198 | 199 => vec![rel(u2(code, i.pc + 1)? as i16 as i64)?],
-        GOTO_W | JSR_W => vec![rel(i4(code, i.pc + 1)? as i64)?],
+    match i.op {
+        153..=168 | 198 | 199 => f(rel(u2(code, i.pc + 1)? as i16 as i64)?),
+        GOTO_W | JSR_W => f(rel(i4(code, i.pc + 1)? as i64)?),
         TABLESWITCH => {
             let base = (i.pc + 4) & !3;
             let low = i4(code, base + 4)?;
             let high = i4(code, base + 8)?;
-            let mut t = vec![rel(i4(code, base)? as i64)?];
+            f(rel(i4(code, base)? as i64)?)?;
             for k in 0..=(high - low) as usize {
-                t.push(rel(i4(code, base + 12 + 4 * k)? as i64)?);
+                f(rel(i4(code, base + 12 + 4 * k)? as i64)?)?;
             }
-            t
+            Ok(())
         }
         LOOKUPSWITCH => {
             let base = (i.pc + 4) & !3;
             let n = i4(code, base + 4)? as usize;
-            let mut t = vec![rel(i4(code, base)? as i64)?];
+            f(rel(i4(code, base)? as i64)?)?;
             for k in 0..n {
-                t.push(rel(i4(code, base + 12 + 8 * k)? as i64)?);
+                f(rel(i4(code, base + 12 + 8 * k)? as i64)?)?;
             }
-            t
+            Ok(())
         }
-        _ => Vec::new(),
-    })
+        _ => Ok(()),
+    }
 }
 
 /// Whether control can fall through to the next instruction.
@@ -211,28 +222,127 @@ pub struct Analysis {
     pub allocations: Vec<usize>,
 }
 
-/// Runs the analysis over the whole method (all paths, exception handlers included).
+/// Runs the analysis over the whole method (all paths, exception handlers included). When
+/// the allocations are not wanted, a constructor whose super()/this() call comes before any
+/// branch or exception handler (javac's constructors) is only read up to that call: every
+/// path goes through it, so it is the one.
 pub fn analyze(
+    code: &Code,
+    pool: &ConstantPool,
+    insns: &[Insn],
+    is_ctor: bool,
+    want_allocations: bool,
+) -> Result<Analysis> {
+    if is_ctor && !want_allocations {
+        if let Some(super_call) = straight_super_call(code, pool, insns)? {
+            return Ok(Analysis {
+                super_call: Some(super_call),
+                allocations: Vec::new(),
+            });
+        }
+    }
+    analyze_paths(code, pool, insns, is_ctor)
+}
+
+/// The pc of a constructor's super()/this() call if it is reached from the entry without a
+/// branch, a return, a throw or an instruction an exception handler covers.
+fn straight_super_call(code: &Code, pool: &ConstantPool, insns: &[Insn]) -> Result<Option<usize>> {
+    let mut state = State {
+        stack: Vec::new(),
+        this_init: false,
+    };
+    let mut result = Analysis::default();
+    let mut allocations = std::collections::BTreeSet::new();
+    for insn in insns {
+        let covered = code
+            .handlers
+            .iter()
+            .any(|h| (h.start as usize) <= insn.pc && insn.pc < h.end as usize);
+        let branches = matches!(insn.op, 153..=168 | 198 | 199 | GOTO_W | JSR_W);
+        if covered || branches || !falls_through(insn.op) {
+            return Ok(None);
+        }
+        step(
+            &code.code,
+            pool,
+            insn,
+            &mut state,
+            &mut result,
+            &mut allocations,
+        )?;
+        if result.super_call.is_some() {
+            return Ok(result.super_call);
+        }
+    }
+    Ok(None)
+}
+
+/// The analysis proper: a state (the operand stack's uninitialized objects, and whether
+/// `this` is initialized) is kept only where paths meet — the entry, branch targets and
+/// exception handlers — and each straight run after one is stepped through again whenever
+/// the state there changes, until nothing does.
+fn analyze_paths(
     code: &Code,
     pool: &ConstantPool,
     insns: &[Insn],
     is_ctor: bool,
 ) -> Result<Analysis> {
     let bytes = &code.code;
+    if insns.is_empty() {
+        return err("a method without code");
+    }
     let mut index = vec![usize::MAX; bytes.len() + 1];
     for (k, i) in insns.iter().enumerate() {
         index[i.pc] = k;
     }
+    let at = |pc: usize, what: &str| -> Result<usize> {
+        match index.get(pc) {
+            Some(&k) if k != usize::MAX => Ok(k),
+            _ => err(format!(
+                "{} into the middle of an instruction at {}",
+                what, pc
+            )),
+        }
+    };
+    let mut meets = vec![false; insns.len()];
+    meets[0] = true;
+    // Branch targets by instruction, flattened: those of insns[k] are
+    // targets[first[k]..first[k + 1]].
+    let mut first = Vec::with_capacity(insns.len() + 1);
+    let mut targets = Vec::new();
+    for insn in insns {
+        if matches!(insn.op, JSR | JSR_W | RET) {
+            return err("jsr/ret subroutines are not instrumented");
+        }
+        first.push(targets.len());
+        each_target(bytes, insn, |t| {
+            let k = at(t, "branch")?;
+            meets[k] = true;
+            targets.push(k);
+            Ok(())
+        })?;
+    }
+    first.push(targets.len());
+    let mut handlers = Vec::with_capacity(code.handlers.len());
+    for h in &code.handlers {
+        let k = *index.get(h.handler as usize).unwrap_or(&usize::MAX);
+        if k == usize::MAX {
+            return err("handler outside the code");
+        }
+        meets[k] = true;
+        handlers.push((h.start as usize, h.end as usize, k));
+    }
+
     let mut states: Vec<Option<State>> = vec![None; insns.len()];
-    let mut work = vec![0usize];
     states[0] = Some(State {
         stack: Vec::new(),
         this_init: !is_ctor,
     });
+    let mut work = vec![0usize];
     let mut result = Analysis::default();
     let mut allocations = std::collections::BTreeSet::new();
     // The state being stepped, and the states at a handler (by `this_init`): made once, so
-    // that a step allocates only when it reaches an instruction for the first time.
+    // that a step allocates only when it reaches a meeting point for the first time.
     let mut state = State {
         stack: Vec::new(),
         this_init: true,
@@ -242,53 +352,45 @@ pub fn analyze(
         this_init,
     });
     let mut steps = 0usize;
-    while let Some(k) = work.pop() {
-        steps += 1;
-        if steps > 50 * insns.len() + 1000 {
-            return err("stack analysis does not converge");
-        }
-        let Some(before) = &states[k] else {
+    while let Some(start) = work.pop() {
+        let Some(before) = &states[start] else {
             continue;
         };
         state.stack.clone_from(&before.stack);
         state.this_init = before.this_init;
-        let this_init_before = before.this_init;
-        let insn = insns[k];
-        if matches!(insn.op, JSR | JSR_W | RET) {
-            return err("jsr/ret subroutines are not instrumented");
-        }
-        step(
-            bytes,
-            pool,
-            &insn,
-            &mut state,
-            &mut result,
-            &mut allocations,
-        )?;
-        let mut next = targets(bytes, &insn)?;
-        if falls_through(insn.op) && insn.pc + insn.len < bytes.len() {
-            next.push(insn.pc + insn.len);
-        }
-        for h in &code.handlers {
-            if (h.start as usize) <= insn.pc && insn.pc < h.end as usize {
-                let hk = *index.get(h.handler as usize).unwrap_or(&usize::MAX);
-                if hk == usize::MAX {
-                    return err("handler outside the code");
+        let mut k = start;
+        loop {
+            steps += 1;
+            if steps > 50 * insns.len() + 1000 {
+                return err("stack analysis does not converge");
+            }
+            let insn = insns[k];
+            let this_init_before = state.this_init;
+            step(
+                bytes,
+                pool,
+                &insn,
+                &mut state,
+                &mut result,
+                &mut allocations,
+            )?;
+            for &(from, to, hk) in &handlers {
+                if from <= insn.pc && insn.pc < to {
+                    let incoming = &at_handler[usize::from(this_init_before)];
+                    merge(&mut states, &mut work, hk, incoming)?;
                 }
-                merge(
-                    &mut states,
-                    &mut work,
-                    hk,
-                    &at_handler[usize::from(this_init_before)],
-                )?;
             }
-        }
-        for t in next {
-            let tk = *index.get(t).unwrap_or(&usize::MAX);
-            if tk == usize::MAX {
-                return err(format!("branch into the middle of an instruction at {}", t));
+            for &t in &targets[first[k]..first[k + 1]] {
+                merge(&mut states, &mut work, t, &state)?;
             }
-            merge(&mut states, &mut work, tk, &state)?;
+            if !falls_through(insn.op) || insn.pc + insn.len >= bytes.len() {
+                break;
+            }
+            k += 1;
+            if meets[k] {
+                merge(&mut states, &mut work, k, &state)?;
+                break;
+            }
         }
     }
     result.allocations = allocations.into_iter().collect();
@@ -543,6 +645,89 @@ fn top<const N: usize>(st: &[Slot]) -> Result<[Slot; N]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The analysis of a constructor `(I)V` whose code is `body`, in which the bytes 0xF0 0xF1
+    /// stand for the index of the Methodref S.<init>(I)V.
+    fn constructor(body: &[u8], handlers: Vec<crate::bci::classfile::Handler>) -> Result<Analysis> {
+        let mut pool = ConstantPool::default();
+        pool.entries.push(crate::bci::classfile::Constant::Gap);
+        let init = pool.add_method_ref("S", "<init>", "(I)V")?.to_be_bytes();
+        let code: Vec<u8> = body
+            .iter()
+            .map(|&b| match b {
+                0xF0 => init[0],
+                0xF1 => init[1],
+                b => b,
+            })
+            .collect();
+        let code = Code {
+            max_stack: 2,
+            max_locals: 2,
+            code: code.into(),
+            handlers,
+            attributes: Vec::new(),
+        };
+        let insns = decode(&code.code)?;
+        let quick = analyze(&code, &pool, &insns, true, false)?;
+        let full = analyze(&code, &pool, &insns, true, true)?;
+        assert_eq!(
+            quick.super_call, full.super_call,
+            "both paths find one call"
+        );
+        Ok(full)
+    }
+
+    /// super(x) found on the straight path (javac's constructors) and where paths meet
+    /// (`super(x != 0 ? 1 : 2)`, or code before it covered by a handler), after an object made
+    /// before it; allocations seen on every path.
+    #[test]
+    fn the_analysis_finds_super_and_allocations_on_every_path() {
+        const ILOAD_1: u8 = 27;
+        const IFEQ: u8 = 153;
+        const ICONST_1: u8 = 4;
+        const ICONST_2: u8 = 5;
+        const POP: u8 = 87;
+        let straight = [ALOAD_0, ILOAD_1, INVOKESPECIAL, 0xF0, 0xF1, RETURN];
+        assert_eq!(constructor(&straight, vec![]).unwrap().super_call, Some(2));
+        #[rustfmt::skip]
+        let branches = [
+            ALOAD_0, ILOAD_1, IFEQ, 0, 7, // 0: if x == 0 goto 9
+            ICONST_1, GOTO, 0, 4,          // 5: 1, goto 10
+            ICONST_2,                      // 9: 2
+            INVOKESPECIAL, 0xF0, 0xF1,     // 10: super(1 or 2)
+            ICONST_1, NEWARRAY, 10,        // 13: new int[1], an allocation at 14
+            POP, RETURN,
+        ];
+        let found = constructor(&branches, vec![]).unwrap();
+        assert_eq!(found.super_call, Some(10));
+        assert_eq!(found.allocations, vec![14]);
+        let covered = crate::bci::classfile::Handler {
+            start: 0,
+            end: 2,
+            handler: 6,
+            catch_type: 0,
+        };
+        let handled = [ALOAD_0, ILOAD_1, INVOKESPECIAL, 0xF0, 0xF1, RETURN, ATHROW];
+        assert_eq!(
+            constructor(&handled, vec![covered]).unwrap().super_call,
+            Some(2)
+        );
+        // An object made before super() is initialized first: the receiver tells them apart.
+        #[rustfmt::skip]
+        let made_first = [
+            NEW, 0, 1, DUP, ILOAD_1,       // 0: new S, dup, x
+            INVOKESPECIAL, 0xF0, 0xF1,     // 5: its <init>(x)
+            POP,                           // 8
+            ALOAD_0, ILOAD_1,              // 9: this, x
+            INVOKESPECIAL, 0xF0, 0xF1,     // 11: super(x)
+            RETURN,
+        ];
+        let found = constructor(&made_first, vec![]).unwrap();
+        assert_eq!(found.super_call, Some(11));
+        assert_eq!(found.allocations, vec![5]);
+        let without = [ALOAD_0, POP, RETURN];
+        assert!(constructor(&without, vec![]).unwrap().super_call.is_none());
+    }
 
     #[test]
     fn lengths_of_switches_follow_alignment() {

@@ -504,7 +504,7 @@ fn rewrite(
         return err("uses jsr/ret subroutines");
     }
     let analysis = if m.is_ctor || weave.alloc {
-        match analyze(&code, pool, &insns, m.is_ctor) {
+        match analyze(&code, pool, &insns, m.is_ctor, weave.alloc) {
             Ok(a) => a,
             Err(e) if m.is_ctor => return Err(e),
             Err(_) => Analysis::default(),
