@@ -218,10 +218,22 @@ impl<W: Write + Seek> Session<W> {
         }
         let state = self.threads.remove(&batch.thread).unwrap_or_default();
         self.current = (batch.thread, state);
+        let records = &batch.records;
         let mut result = Ok(());
-        for (i, record) in batch.records.iter().enumerate() {
+        let mut i = 0;
+        while i < records.len() {
+            match self.common_run(&records[i..]) {
+                Ok(n) => i += n,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            let Some(record) = records.get(i) else {
+                break;
+            };
             result = if record.kind == RecordKind::MethodEntry && record.arg == PENDING_OBJECT {
-                let bound = bound_receiver(record.key, &batch.records[i + 1..]);
+                let bound = bound_receiver(record.key, &records[i + 1..]);
                 self.constructor_entry(batch.thread, record, bound)
             } else {
                 self.record(batch.thread, record)
@@ -229,10 +241,59 @@ impl<W: Write + Seek> Session<W> {
             if result.is_err() {
                 break;
             }
+            i += 1;
         }
         let (key, state) = std::mem::take(&mut self.current);
         self.threads.insert(key, state);
         result
+    }
+
+    /// Writes the leading records of `records` that are the common case, and returns how many
+    /// it wrote: entries of a method already resolved (dense key, traced) without a receiver,
+    /// and exits of the top frame, on a thread that has its ID. They are what a batch is
+    /// made of; each costs here a table lookup, a frame push or pop and the event's bytes.
+    /// [`Session::record`] writes the same events for them, and handles everything else.
+    fn common_run(&mut self, records: &[Record]) -> io::Result<usize> {
+        let state = &mut self.current.1;
+        let Some(id) = state.id else {
+            return Ok(0);
+        };
+        if self.config.entries_only {
+            return Ok(0);
+        }
+        let mut last_ticks = self.last_ticks;
+        let mut n = 0;
+        for r in records {
+            match r.kind {
+                RecordKind::MethodEntry if r.arg == NO_OBJECT => {
+                    let Some(&Some(Some((class, method)))) = self.dense.get(r.key as usize) else {
+                        break;
+                    };
+                    state.frames.push(Frame {
+                        key: r.key,
+                        traced: true,
+                        overhead: r.extra,
+                    });
+                    self.encoder
+                        .method_enter(r.ticks, id, class, method, NO_OBJECT)?;
+                }
+                RecordKind::MethodExit => {
+                    match state.frames.last() {
+                        Some(top) if top.key == r.key => {}
+                        _ => break,
+                    }
+                    if let Some(frame) = state.frames.pop().filter(|f| f.traced) {
+                        let overhead = u64::from(frame.overhead) + u64::from(r.extra);
+                        self.encoder.method_leave(r.ticks, overhead, id)?;
+                    }
+                }
+                _ => break,
+            }
+            last_ticks = last_ticks.max(r.ticks);
+            n += 1;
+        }
+        self.last_ticks = last_ticks;
+        Ok(n)
     }
 
     /// The state of a thread: the one whose batch is being written, or one from the table.
@@ -684,4 +745,167 @@ fn bound_receiver(key: MethodKey, rest: &[Record]) -> Option<&Record> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jinsight::{Header, PLATFORM_LINUX_X86};
+    use std::io::Cursor;
+
+    /// app/A has four methods (keys 0, 1, 2 and one sparse key), app/Skip one (key 3, an
+    /// excluded class); key 4 is unknown.
+    struct Registry;
+
+    const SPARSE: MethodKey = 1 << 40;
+    const KEYS: [MethodKey; 6] = [0, 1, 2, 3, 4, SPARSE];
+
+    impl Symbols for Registry {
+        fn method(&self, key: MethodKey) -> Option<MethodRef> {
+            match key {
+                0..=2 => Some(MethodRef {
+                    class: 4,
+                    index: key as u16,
+                }),
+                SPARSE => Some(MethodRef { class: 4, index: 3 }),
+                3 => Some(MethodRef { class: 5, index: 0 }),
+                _ => None,
+            }
+        }
+        fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
+            let member = |name: &str| Member {
+                name: name.into(),
+                signature: "()V".into(),
+                access: 1,
+            };
+            let (name, methods) = match key {
+                1 => ("java/lang/Object", vec![]),
+                2 => ("java/lang/Thread", vec![]),
+                4 => ("app/A", ["a", "b", "c", "d"].map(member).to_vec()),
+                5 => ("app/Skip", vec![member("s")]),
+                _ => return None,
+            };
+            Some(Arc::new(ClassInfo {
+                name: name.into(),
+                methods,
+                superclass: (key != 1).then_some(1),
+                ..Default::default()
+            }))
+        }
+        fn class_by_name(&self, name: &str) -> Option<ClassKey> {
+            match name {
+                "java/lang/Object" => Some(1),
+                "java/lang/Thread" => Some(2),
+                _ => None,
+            }
+        }
+        fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
+            Some(ThreadInfo {
+                name: format!("t{}", key),
+            })
+        }
+    }
+
+    /// Two threads' records in batches: entries of traced, excluded, unknown and sparse
+    /// methods (some with a receiver no one defined), exits of the top frame, of a frame
+    /// further down (an exception past a missed exit) and of no open frame, GC records.
+    fn batches() -> Vec<Batch> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut open: [Vec<MethodKey>; 2] = [Vec::new(), Vec::new()];
+        let mut pending: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+        let mut out = Vec::new();
+        for ticks in 10..40_000u64 {
+            let r = next();
+            let t = (r & 1) as usize;
+            let stack = &mut open[t];
+            let record = match (r >> 8) % 16 {
+                0..=6 => {
+                    let key = KEYS[((r >> 16) % 6) as usize];
+                    let object = if (r >> 24) % 8 == 0 { 5 } else { NO_OBJECT };
+                    stack.push(key);
+                    Record::new(RecordKind::MethodEntry, ticks, key, object, 3)
+                }
+                7..=12 => match stack.pop() {
+                    Some(key) => Record::new(RecordKind::MethodExit, ticks, key, 0, 4),
+                    None => Record::new(RecordKind::GcStart, ticks, 0, 0, 0),
+                },
+                13 if !stack.is_empty() => {
+                    let depth = (r >> 32) as usize % stack.len();
+                    let key = stack[depth];
+                    stack.truncate(depth);
+                    Record::new(RecordKind::MethodExit, ticks, key, 0, 4)
+                }
+                14 => Record::new(
+                    RecordKind::MethodExit,
+                    ticks,
+                    KEYS[(r >> 40) as usize % 6],
+                    0,
+                    4,
+                ),
+                _ => Record::new(RecordKind::GcFinish, ticks, 0, 0, 0),
+            };
+            pending[t].push(record);
+            if (r >> 48) % 64 == 0 || pending[t].len() >= 300 {
+                out.push(Batch {
+                    thread: 7 + t as ThreadKey,
+                    records: std::mem::take(&mut pending[t]),
+                });
+            }
+        }
+        for (t, records) in pending.into_iter().enumerate() {
+            out.push(Batch {
+                thread: 7 + t as ThreadKey,
+                records,
+            });
+        }
+        out
+    }
+
+    /// The file written from `batches`: by `batch` (common runs included), or record by
+    /// record through `record`, which handles every kind of record.
+    fn write(batches: &[Batch], record_by_record: bool) -> Vec<u8> {
+        let header = Header {
+            version: 8,
+            platform: PLATFORM_LINUX_X86,
+            ticks_per_microsecond: 1000,
+            max_threads: 256,
+            ..Default::default()
+        };
+        let encoder = Encoder::new(Cursor::new(Vec::new()), &header).unwrap();
+        let config = SessionConfig {
+            filter: ClassFilter::new(&[], &["app/Skip".to_string()]),
+            entries_only: false,
+        };
+        let mut s = Session::new(encoder, Arc::new(Registry), config);
+        s.begin_burst(1).unwrap();
+        for b in batches {
+            if record_by_record {
+                let state = s.threads.remove(&b.thread).unwrap_or_default();
+                s.current = (b.thread, state);
+                for r in &b.records {
+                    s.record(b.thread, r).unwrap();
+                }
+                let (key, state) = std::mem::take(&mut s.current);
+                s.threads.insert(key, state);
+            } else {
+                s.batch(b).unwrap();
+            }
+        }
+        s.finish(Some(2500)).unwrap().0.into_inner()
+    }
+
+    #[test]
+    fn common_runs_write_what_record_by_record_writes() {
+        let batches = batches();
+        let by_record = write(&batches, true);
+        let by_batch = write(&batches, false);
+        assert!(by_record.len() > 200_000, "{} bytes", by_record.len());
+        assert!(by_batch == by_record, "the files differ");
+    }
 }
