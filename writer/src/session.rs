@@ -69,6 +69,29 @@ struct ClassSlot {
     methods: usize,
 }
 
+/// A method key's class and method IDs in the dense table, in one word: class << 16 | method,
+/// or one of two markers (0xFFFF is never a class ID).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Resolved(u32);
+
+impl Resolved {
+    const UNKNOWN: Resolved = Resolved(0xFFFF_0000);
+    const NOT_TRACED: Resolved = Resolved(0xFFFF_0001);
+
+    fn of(ids: Option<(u16, u16)>) -> Resolved {
+        match ids {
+            Some((class, method)) => Resolved(u32::from(class) << 16 | u32::from(method)),
+            None => Resolved::NOT_TRACED,
+        }
+    }
+
+    /// The IDs of a traced method (None: not traced, or not resolved yet).
+    #[inline(always)]
+    fn ids(self) -> Option<(u16, u16)> {
+        (self.0 >> 16 != 0xFFFF).then_some(((self.0 >> 16) as u16, self.0 as u16))
+    }
+}
+
 /// The state of thread `key`: the current one, or one from the table. A function of the two
 /// fields rather than a method, so that the encoder can be borrowed beside it.
 #[inline(always)]
@@ -91,9 +114,8 @@ pub struct Session<W: Write + Seek> {
     config: SessionConfig,
     classes: Map<ClassKey, ClassSlot>,
     methods: Map<MethodKey, Option<(u16, u16)>>,
-    /// The same for small keys (capture=bci numbers methods densely from 0): None = unknown,
-    /// Some(None) = not traced.
-    dense: Vec<Option<Option<(u16, u16)>>>,
+    /// The same for small keys (capture=bci numbers methods densely from 0).
+    dense: Vec<Resolved>,
     threads: Map<ThreadKey, ThreadState>,
     /// The thread whose batch is being written, taken out of `threads` meanwhile.
     current: (ThreadKey, ThreadState),
@@ -254,6 +276,14 @@ impl<W: Write + Seek> Session<W> {
     /// made of; each costs here a table lookup, a frame push or pop and the event's bytes.
     /// [`Session::record`] writes the same events for them, and handles everything else.
     fn common_run(&mut self, records: &[Record]) -> io::Result<usize> {
+        match self.encoder.endian() {
+            jinsight::Endian::Little => self.common_run_in::<false>(records),
+            jinsight::Endian::Big => self.common_run_in::<true>(records),
+        }
+    }
+
+    /// [`Session::common_run`] for an encoder whose byte order `BIG` says.
+    fn common_run_in<const BIG: bool>(&mut self, records: &[Record]) -> io::Result<usize> {
         let state = &mut self.current.1;
         let Some(id) = state.id else {
             return Ok(0);
@@ -266,7 +296,9 @@ impl<W: Write + Seek> Session<W> {
         for r in records {
             match r.kind {
                 RecordKind::MethodEntry if r.arg == NO_OBJECT => {
-                    let Some(&Some(Some((class, method)))) = self.dense.get(r.key as usize) else {
+                    let Some((class, method)) =
+                        self.dense.get(r.key as usize).and_then(|m| m.ids())
+                    else {
                         break;
                     };
                     state.frames.push(Frame {
@@ -275,7 +307,7 @@ impl<W: Write + Seek> Session<W> {
                         overhead: r.extra,
                     });
                     self.encoder
-                        .method_enter(r.ticks, id, class, method, NO_OBJECT)?;
+                        .method_enter_in::<BIG>(r.ticks, id, class, method, NO_OBJECT)?;
                 }
                 RecordKind::MethodExit => {
                     match state.frames.last() {
@@ -284,7 +316,7 @@ impl<W: Write + Seek> Session<W> {
                     }
                     if let Some(frame) = state.frames.pop().filter(|f| f.traced) {
                         let overhead = u64::from(frame.overhead) + u64::from(r.extra);
-                        self.encoder.method_leave(r.ticks, overhead, id)?;
+                        self.encoder.method_leave_in::<BIG>(r.ticks, overhead, id)?;
                     }
                 }
                 _ => break,
@@ -418,8 +450,10 @@ impl<W: Write + Seek> Session<W> {
     /// The class and method IDs of a method, defining its class if needed; None when the
     /// method is unknown, its class excluded or past the class limit.
     fn method(&mut self, key: MethodKey, ticks: u64) -> io::Result<Option<(u16, u16)>> {
-        if let Some(&Some(cached)) = self.dense.get(key as usize) {
-            return Ok(cached);
+        if let Some(&cached) = self.dense.get(key as usize) {
+            if cached != Resolved::UNKNOWN {
+                return Ok(cached.ids());
+            }
         }
         if key >= DENSE_KEYS {
             if let Some(&cached) = self.methods.get(&key) {
@@ -450,9 +484,9 @@ impl<W: Write + Seek> Session<W> {
         if key < DENSE_KEYS {
             let at = key as usize;
             if self.dense.len() <= at {
-                self.dense.resize(at + 1, None);
+                self.dense.resize(at + 1, Resolved::UNKNOWN);
             }
-            self.dense[at] = Some(resolved);
+            self.dense[at] = Resolved::of(resolved);
         } else {
             self.methods.insert(key, resolved);
         }
@@ -750,7 +784,7 @@ fn bound_receiver(key: MethodKey, rest: &[Record]) -> Option<&Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jinsight::{Header, PLATFORM_LINUX_X86};
+    use crate::jinsight::{Header, PLATFORM_LINUX_390, PLATFORM_LINUX_X86};
     use std::io::Cursor;
 
     /// app/A has four methods (keys 0, 1, 2 and one sparse key), app/Skip one (key 3, an
@@ -867,12 +901,13 @@ mod tests {
         out
     }
 
-    /// The file written from `batches`: by `batch` (common runs included), or record by
-    /// record through `record`, which handles every kind of record.
-    fn write(batches: &[Batch], record_by_record: bool) -> Vec<u8> {
+    /// The file written from `batches` for `platform` (its byte order): by `batch` (common
+    /// runs included), or record by record through `record`, which handles every kind of
+    /// record.
+    fn write(platform: u32, batches: &[Batch], record_by_record: bool) -> Vec<u8> {
         let header = Header {
             version: 8,
-            platform: PLATFORM_LINUX_X86,
+            platform,
             ticks_per_microsecond: 1000,
             max_threads: 256,
             ..Default::default()
@@ -903,9 +938,15 @@ mod tests {
     #[test]
     fn common_runs_write_what_record_by_record_writes() {
         let batches = batches();
-        let by_record = write(&batches, true);
-        let by_batch = write(&batches, false);
-        assert!(by_record.len() > 200_000, "{} bytes", by_record.len());
-        assert!(by_batch == by_record, "the files differ");
+        for platform in [PLATFORM_LINUX_X86, PLATFORM_LINUX_390] {
+            let by_record = write(platform, &batches, true);
+            let by_batch = write(platform, &batches, false);
+            assert!(by_record.len() > 200_000, "{} bytes", by_record.len());
+            assert!(
+                by_batch == by_record,
+                "platform {}: the files differ",
+                platform
+            );
+        }
     }
 }

@@ -57,6 +57,11 @@ impl<W: Write + Seek> Encoder<W> {
         Ok(())
     }
 
+    /// The byte order of the events.
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
     /// WIDE_METHOD_ENTER without building an [`Event`]: the writer's hottest path.
     #[inline]
     pub fn method_enter(
@@ -67,23 +72,38 @@ impl<W: Write + Seek> Encoder<W> {
         method: u16,
         object: u32,
     ) -> io::Result<()> {
+        match self.endian {
+            Endian::Little => self.method_enter_in::<false>(ticks, thread, class, method, object),
+            Endian::Big => self.method_enter_in::<true>(ticks, thread, class, method, object),
+        }
+    }
+
+    /// [`Encoder::method_enter`] in the byte order `BIG` says, which must be the encoder's:
+    /// for a caller that writes many events and looks at the byte order once.
+    #[inline(always)]
+    pub fn method_enter_in<const BIG: bool>(
+        &mut self,
+        ticks: u64,
+        thread: u32,
+        class: u16,
+        method: u16,
+        object: u32,
+    ) -> io::Result<()> {
+        debug_assert_eq!(BIG, self.endian == Endian::Big);
         let mut b = [0u8; 23];
         b[0] = WIDE_METHOD_ENTER;
-        match self.endian {
-            Endian::Little => {
-                b[1..9].copy_from_slice(&ticks.to_le_bytes());
-                b[9..13].copy_from_slice(&thread.to_le_bytes());
-                b[13..15].copy_from_slice(&class.to_le_bytes());
-                b[15..17].copy_from_slice(&method.to_le_bytes());
-                b[17..21].copy_from_slice(&object.to_le_bytes());
-            }
-            Endian::Big => {
-                b[1..9].copy_from_slice(&ticks.to_be_bytes());
-                b[9..13].copy_from_slice(&thread.to_be_bytes());
-                b[13..15].copy_from_slice(&class.to_be_bytes());
-                b[15..17].copy_from_slice(&method.to_be_bytes());
-                b[17..21].copy_from_slice(&object.to_be_bytes());
-            }
+        if BIG {
+            b[1..9].copy_from_slice(&ticks.to_be_bytes());
+            b[9..13].copy_from_slice(&thread.to_be_bytes());
+            b[13..15].copy_from_slice(&class.to_be_bytes());
+            b[15..17].copy_from_slice(&method.to_be_bytes());
+            b[17..21].copy_from_slice(&object.to_be_bytes());
+        } else {
+            b[1..9].copy_from_slice(&ticks.to_le_bytes());
+            b[9..13].copy_from_slice(&thread.to_le_bytes());
+            b[13..15].copy_from_slice(&class.to_le_bytes());
+            b[15..17].copy_from_slice(&method.to_le_bytes());
+            b[17..21].copy_from_slice(&object.to_le_bytes());
         }
         self.raw(&b)
     }
@@ -91,19 +111,31 @@ impl<W: Write + Seek> Encoder<W> {
     /// METHOD_LEAVE without building an [`Event`].
     #[inline]
     pub fn method_leave(&mut self, ticks: u64, overhead: u64, thread: u32) -> io::Result<()> {
+        match self.endian {
+            Endian::Little => self.method_leave_in::<false>(ticks, overhead, thread),
+            Endian::Big => self.method_leave_in::<true>(ticks, overhead, thread),
+        }
+    }
+
+    /// [`Encoder::method_leave`] in the byte order `BIG` says (see `method_enter_in`).
+    #[inline(always)]
+    pub fn method_leave_in<const BIG: bool>(
+        &mut self,
+        ticks: u64,
+        overhead: u64,
+        thread: u32,
+    ) -> io::Result<()> {
+        debug_assert_eq!(BIG, self.endian == Endian::Big);
         let mut b = [0u8; 21];
         b[0] = METHOD_LEAVE;
-        match self.endian {
-            Endian::Little => {
-                b[1..9].copy_from_slice(&ticks.to_le_bytes());
-                b[9..17].copy_from_slice(&overhead.to_le_bytes());
-                b[17..21].copy_from_slice(&thread.to_le_bytes());
-            }
-            Endian::Big => {
-                b[1..9].copy_from_slice(&ticks.to_be_bytes());
-                b[9..17].copy_from_slice(&overhead.to_be_bytes());
-                b[17..21].copy_from_slice(&thread.to_be_bytes());
-            }
+        if BIG {
+            b[1..9].copy_from_slice(&ticks.to_be_bytes());
+            b[9..17].copy_from_slice(&overhead.to_be_bytes());
+            b[17..21].copy_from_slice(&thread.to_be_bytes());
+        } else {
+            b[1..9].copy_from_slice(&ticks.to_le_bytes());
+            b[9..17].copy_from_slice(&overhead.to_le_bytes());
+            b[17..21].copy_from_slice(&thread.to_le_bytes());
         }
         self.raw(&b)
     }
