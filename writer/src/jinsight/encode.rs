@@ -83,28 +83,28 @@ impl<W: Write + Seek> Encoder<W> {
     #[inline(always)]
     pub fn method_enter_in<const BIG: bool>(
         &mut self,
-        ticks: u64,
-        thread: u32,
-        class: u16,
-        method: u16,
-        object: u32,
+        mut ticks: u64,
+        mut thread: u32,
+        mut class: u16,
+        mut method: u16,
+        mut object: u32,
     ) -> io::Result<()> {
         debug_assert_eq!(BIG, self.endian == Endian::Big);
+        // A value's big-endian bytes are its byte-swapped value's little-endian ones.
+        if BIG {
+            ticks = ticks.swap_bytes();
+            thread = thread.swap_bytes();
+            class = class.swap_bytes();
+            method = method.swap_bytes();
+            object = object.swap_bytes();
+        }
         let mut b = [0u8; 23];
         b[0] = WIDE_METHOD_ENTER;
-        if BIG {
-            b[1..9].copy_from_slice(&ticks.to_be_bytes());
-            b[9..13].copy_from_slice(&thread.to_be_bytes());
-            b[13..15].copy_from_slice(&class.to_be_bytes());
-            b[15..17].copy_from_slice(&method.to_be_bytes());
-            b[17..21].copy_from_slice(&object.to_be_bytes());
-        } else {
-            b[1..9].copy_from_slice(&ticks.to_le_bytes());
-            b[9..13].copy_from_slice(&thread.to_le_bytes());
-            b[13..15].copy_from_slice(&class.to_le_bytes());
-            b[15..17].copy_from_slice(&method.to_le_bytes());
-            b[17..21].copy_from_slice(&object.to_le_bytes());
-        }
+        b[1..9].copy_from_slice(&ticks.to_le_bytes());
+        b[9..13].copy_from_slice(&thread.to_le_bytes());
+        b[13..15].copy_from_slice(&class.to_le_bytes());
+        b[15..17].copy_from_slice(&method.to_le_bytes());
+        b[17..21].copy_from_slice(&object.to_le_bytes());
         self.raw(&b)
     }
 
@@ -121,22 +121,21 @@ impl<W: Write + Seek> Encoder<W> {
     #[inline(always)]
     pub fn method_leave_in<const BIG: bool>(
         &mut self,
-        ticks: u64,
-        overhead: u64,
-        thread: u32,
+        mut ticks: u64,
+        mut overhead: u64,
+        mut thread: u32,
     ) -> io::Result<()> {
         debug_assert_eq!(BIG, self.endian == Endian::Big);
+        if BIG {
+            ticks = ticks.swap_bytes();
+            overhead = overhead.swap_bytes();
+            thread = thread.swap_bytes();
+        }
         let mut b = [0u8; 21];
         b[0] = METHOD_LEAVE;
-        if BIG {
-            b[1..9].copy_from_slice(&ticks.to_be_bytes());
-            b[9..17].copy_from_slice(&overhead.to_be_bytes());
-            b[17..21].copy_from_slice(&thread.to_be_bytes());
-        } else {
-            b[1..9].copy_from_slice(&ticks.to_le_bytes());
-            b[9..17].copy_from_slice(&overhead.to_le_bytes());
-            b[17..21].copy_from_slice(&thread.to_le_bytes());
-        }
+        b[1..9].copy_from_slice(&ticks.to_le_bytes());
+        b[9..17].copy_from_slice(&overhead.to_le_bytes());
+        b[17..21].copy_from_slice(&thread.to_le_bytes());
         self.raw(&b)
     }
 
