@@ -29,6 +29,14 @@ for c in empty_agent floor_natives; do
 done
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# On a shared VM the host's other guests take CPU time from ours ("steal", /proc/stat): how
+# much of a part's time they took says whether its figures come from a slow phase.
+cpu_times() { awk '/^cpu /{t=0; for (i=2; i<=NF; i++) t+=$i; print $9, t}' /proc/stat; }
+stolen_since() { # "steal total" as cpu_times printed it -> one line for the table
+    awk -v a="$1" -v b="$(cpu_times)" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
+        printf "host: %.1f%% of this part'"'"'s CPU time was stolen by other guests (/proc/stat)\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }'
+}
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 
 callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench] -> ns/iter of one run
@@ -48,6 +56,7 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 # Round-robin over the setups, so that the host's slow and fast phases (they come and go over
 # minutes on a shared VM) fall on every setup alike and the ratios of one run stay honest.
 declare -A cb
+started=$(cpu_times)
 setups=(none empty floor events bci paused)
 [ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
 for _ in $(seq "$runs"); do
@@ -82,6 +91,7 @@ row "jlive capture=bci, paused (gate shut)" "$paused"
 echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
 echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
 echo "bci / floor: $(ratio "$bci" "$floor")x (target 40/27 = 1.5x); events / bci: $(ratio "$events" "$bci")x (target 10x)"
+stolen_since "$started"
 echo
 
 echo "== rewriter: cost per class, without a JVM (Debian's h2.jar, unpacked)"
@@ -130,6 +140,7 @@ app() { # name command... (the java command's arguments after the agent slot)
 
 echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
 printf '%-34s %10s %18s %18s\n' program "no agent" "capture=events" "capture=bci"
+started=$(cpu_times)
 mkdir -p "$work/javac-out"
 app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
 cat > "$work/h2.sql" <<'SQL'
@@ -156,3 +167,4 @@ XSL
     app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
 fi
 echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x"
+stolen_since "$started"
