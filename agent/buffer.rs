@@ -144,15 +144,12 @@ impl Hub {
         self.tracing.load(Ordering::Relaxed)
     }
 
-    /// This thread's buffer, if it has one.
+    /// This thread's buffer, if it has one. An associated function, with no hub to hold: the
+    /// trampolines' fast path looks it up before anything else. The reference is good on this
+    /// thread until it retires its buffer (thread end or exit), which is all any caller holds
+    /// it for.
     #[inline(always)]
-    pub fn current(&self) -> Option<&ThreadBuffer> {
-        Hub::current_buffer()
-    }
-
-    /// This thread's buffer, if it has one (of the one hub a process has).
-    #[inline(always)]
-    pub fn current_buffer<'a>() -> Option<&'a ThreadBuffer> {
+    pub fn current() -> Option<&'static ThreadBuffer> {
         let p = CURRENT.with(|c| c.get());
         // SAFETY: CURRENT is set from the Arc held in OWNER and cleared before that Arc is
         // dropped; the pointer is only ever read on its own thread.
@@ -163,13 +160,13 @@ impl Hub {
     /// thread has none yet.
     #[inline(always)]
     pub fn current_or(&self, attach: impl FnOnce() -> bool) -> Option<&ThreadBuffer> {
-        if let Some(b) = self.current() {
+        if let Some(b) = Hub::current() {
             return Some(b);
         }
         if !attach() {
             return None;
         }
-        self.current()
+        Hub::current()
     }
 
     /// Creates this thread's buffer; `register` receives its key before any record can refer
@@ -181,9 +178,8 @@ impl Hub {
         if AGENT_THREAD.with(|a| a.get()) {
             return None;
         }
-        if let Some(b) = self.current() {
-            // SAFETY: see current(); the buffer lives as long as this thread's OWNER entry.
-            return Some(unsafe { &*(b as *const ThreadBuffer) });
+        if let Some(b) = Hub::current() {
+            return Some(b);
         }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         register(key);
@@ -211,7 +207,7 @@ impl Hub {
     /// Runs `f` with this thread's recording muted: Java code the agent runs through JNI
     /// (Class.getComponentType) is not the application's and must not appear in its trace.
     pub fn quietly<T>(&self, f: impl FnOnce() -> T) -> T {
-        let buffer = self.current();
+        let buffer = Hub::current();
         if let Some(b) = buffer {
             b.quiet.fetch_add(1, Ordering::Relaxed);
         }

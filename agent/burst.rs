@@ -5,6 +5,7 @@
 //! collecting every thread's partial batch, then END_BURST — so the boundary falls exactly
 //! between the records made before and after it. One lock serialises all of this.
 
+use crate::buffer::Hub;
 use crate::clock;
 use crate::ffi::jvmti::{self, cap, Jvmti};
 use crate::log;
@@ -159,7 +160,7 @@ impl Profiler {
 
     /// A USER_EVENT recorded on the calling Java thread (the Java API).
     pub fn thread_event(&self, text: String) -> bool {
-        let Some(buffer) = self.hub.current() else {
+        let Some(buffer) = Hub::current() else {
             return false;
         };
         let key = self.registry.put_message(text);

@@ -5,6 +5,7 @@
 //! they use no JVMTI or JNI function, take no lock a Java thread could hold across a
 //! safepoint, and append without blocking (a full channel grows the buffer instead).
 
+use crate::buffer::Hub;
 use crate::classes::Classes;
 use crate::clock;
 use crate::ffi::jni::Jni;
@@ -299,7 +300,7 @@ pub fn record_allocation(
     if !p.hub.is_tracing() || object.is_null() || jvmti.tag(object) != Ok(0) {
         return;
     }
-    if p.hub.current().is_none() && !attach_java_thread(p, jvmti, thread) {
+    if Hub::current().is_none() && !attach_java_thread(p, jvmti, thread) {
         return;
     }
     let classes = Classes {
@@ -324,7 +325,7 @@ pub fn record_allocation(
     };
     // Stamped after the registration above, which may have run (muted) Java code.
     let ticks = clock::ticks();
-    if let Some(b) = p.hub.current() {
+    if let Some(b) = Hub::current() {
         b.append(
             &p.hub,
             RecordKind::ObjectAlloc,

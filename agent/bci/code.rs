@@ -258,7 +258,11 @@ fn straight_super_call(code: &Code, pool: &ConstantPool, insns: &[Insn]) -> Resu
             .handlers
             .iter()
             .any(|h| (h.start as usize) <= insn.pc && insn.pc < h.end as usize);
-        let branches = matches!(insn.op, 153..=168 | 198 | 199 | GOTO_W | JSR_W);
+        let mut branches = false;
+        each_target(&code.code, insn, |_| {
+            branches = true;
+            Ok(())
+        })?;
         if covered || branches || !falls_through(insn.op) {
             return Ok(None);
         }
@@ -311,9 +315,6 @@ fn analyze_paths(
     let mut first = Vec::with_capacity(insns.len() + 1);
     let mut targets = Vec::new();
     for insn in insns {
-        if matches!(insn.op, JSR | JSR_W | RET) {
-            return err("jsr/ret subroutines are not instrumented");
-        }
         first.push(targets.len());
         each_target(bytes, insn, |t| {
             let k = at(t, "branch")?;

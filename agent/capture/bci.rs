@@ -228,7 +228,7 @@ fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
         return false;
     };
     // The thread-local lookup is a call: early, so that little has to survive it.
-    let Some(b) = Hub::current_buffer() else {
+    let Some(b) = Hub::current() else {
         return false;
     };
     if GATE.load(Ordering::Relaxed) & what == 0 {
@@ -277,7 +277,7 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
         };
         let ticks = clock::ticks();
         let (id, class) = crate::callbacks::object_identity(p, p.jvmti, env, object, ticks);
-        if let (Some(class), Some(b)) = (class, p.hub.current()) {
+        if let (Some(class), Some(b)) = (class, Hub::current()) {
             b.append(
                 &p.hub,
                 RecordKind::ObjectBound,
