@@ -1,8 +1,8 @@
 //! Per-thread record buffers and the hub that hands their batches to the writer.
 //!
 //! The hot path ([`ThreadBuffer::append`]) takes no lock, makes no system call and does not
-//! allocate: it marks the buffer busy, checks that tracing is on, stores one 32-byte record
-//! and clears the mark. Only when the buffer is full does the owning thread send the batch
+//! allocate: it marks the buffer busy, checks that tracing is on, stores one 16-byte slot
+//! (a method entry or exit in its one-slot form, `jlive_writer::record`) and clears the mark. Only when the buffer is full does the owning thread send the batch
 //! over the bounded channel (waiting if the writer is behind: nothing is dropped) and take an
 //! empty vector from the pool.
 //!
@@ -32,7 +32,7 @@
 use crate::clock;
 use crate::ffi::os;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use jlive_writer::record::{Batch, Message, Record, RecordKind, ThreadKey};
+use jlive_writer::record::{push_record, Batch, Message, Record, RecordKind, Slot, ThreadKey};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, Ordering};
@@ -46,7 +46,7 @@ pub struct ThreadBuffer {
     paused: AtomicBool,
     /// Above 0 while the agent itself runs Java code on this thread (not traced).
     quiet: AtomicU32,
-    records: UnsafeCell<Vec<Record>>,
+    records: UnsafeCell<Vec<Slot>>,
     /// Serialises the cold operations (retire, collect) of this buffer.
     cold: Mutex<()>,
 }
@@ -59,9 +59,12 @@ unsafe impl Sync for ThreadBuffer {}
 pub struct Hub {
     tracing: AtomicBool,
     messages: Sender<Message>,
-    pool: Receiver<Vec<Record>>,
+    pool: Receiver<Vec<Slot>>,
     buffers: Mutex<Vec<Arc<ThreadBuffer>>>,
+    /// Slots per batch.
     capacity: usize,
+    /// The agent overhead that one-slot records carry (their batch says it for them).
+    overhead: u32,
     next_key: AtomicU32,
 }
 
@@ -127,15 +130,22 @@ impl Drop for Retire {
 }
 
 impl Hub {
-    /// A hub sending to `messages`; `pool` returns emptied vectors from the writer.
-    pub fn new(messages: Sender<Message>, pool: Receiver<Vec<Record>>, buffer_bytes: usize) -> Hub {
+    /// A hub sending to `messages`; `pool` returns emptied vectors from the writer. One-slot
+    /// records carry `overhead` (capture=bci's constant).
+    pub fn new(
+        messages: Sender<Message>,
+        pool: Receiver<Vec<Slot>>,
+        buffer_bytes: usize,
+        overhead: u32,
+    ) -> Hub {
         register_membarrier();
         Hub {
             tracing: AtomicBool::new(false),
             messages,
             pool,
             buffers: Mutex::new(Vec::new()),
-            capacity: (buffer_bytes / std::mem::size_of::<Record>()).max(64),
+            capacity: (buffer_bytes / std::mem::size_of::<Slot>()).max(64),
+            overhead,
             next_key: AtomicU32::new(1),
         }
     }
@@ -275,11 +285,20 @@ impl Hub {
         let _ = self.messages.send(message);
     }
 
-    fn send(&self, thread: ThreadKey, records: Vec<Record>, blocking: bool) -> Option<Vec<Record>> {
-        if records.is_empty() {
-            return Some(records);
+    /// The agent overhead of one-slot records.
+    pub fn overhead(&self) -> u32 {
+        self.overhead
+    }
+
+    fn send(&self, thread: ThreadKey, slots: Vec<Slot>, blocking: bool) -> Option<Vec<Slot>> {
+        if slots.is_empty() {
+            return Some(slots);
         }
-        let message = Message::Batch(Batch { thread, records });
+        let message = Message::Batch(Batch {
+            thread,
+            overhead: self.overhead,
+            slots,
+        });
         if blocking {
             let _ = self.messages.send(message);
             return None;
@@ -287,12 +306,12 @@ impl Hub {
         match self.messages.try_send(message) {
             Ok(()) => None,
             Err(TrySendError::Full(Message::Batch(b)))
-            | Err(TrySendError::Disconnected(Message::Batch(b))) => Some(b.records),
+            | Err(TrySendError::Disconnected(Message::Batch(b))) => Some(b.slots),
             Err(_) => None,
         }
     }
 
-    fn empty_vec(&self) -> Vec<Record> {
+    fn empty_vec(&self) -> Vec<Slot> {
         match self.pool.try_recv() {
             Ok(v) if v.capacity() >= self.capacity => v,
             _ => Vec::with_capacity(self.capacity),
@@ -332,31 +351,27 @@ impl ThreadBuffer {
         // SAFETY: busy is set and tracing was seen on, so no collector touches the vector
         // until busy is cleared (module comment); only this thread appends.
         let records = unsafe { &mut *self.records.get() };
-        if records.len() >= hub.capacity {
+        if records.len() + 2 > hub.capacity {
             self.hand_over(hub, records, blocking);
         }
-        records.push(Record {
-            ticks,
-            key,
-            arg,
-            extra: extra.unwrap_or(0),
-            kind,
-        });
-        if extra.is_none() {
-            let last = records.len() - 1;
-            records[last].extra =
-                clock::ticks().wrapping_sub(ticks).min(u64::from(u32::MAX)) as u32;
-        }
+        let extra = extra
+            .unwrap_or_else(|| clock::ticks().wrapping_sub(ticks).min(u64::from(u32::MAX)) as u32);
+        push_record(
+            records,
+            &Record::new(kind, ticks, key, arg, extra),
+            hub.overhead,
+        );
         self.busy.store(false, Ordering::Release);
         true
     }
 
-    /// The trampolines' fast path: stores `record` as it is (stamped, its overhead filled in),
-    /// but only when nothing needs attention (no collector at work, not muted, tracing on,
-    /// room left). False means nothing was stored: the caller takes [`ThreadBuffer::append`],
-    /// which handles every case. No call, no lock, nothing that can panic.
+    /// The trampolines' fast path: stores `slot` (a one-slot record, whose overhead is the
+    /// hub's) as it is, but only when nothing needs attention (no collector at work, not
+    /// muted, tracing on, room left). False means nothing was stored: the caller takes
+    /// [`ThreadBuffer::append`], which handles every case. No call, no lock, nothing that can
+    /// panic.
     #[inline(always)]
-    pub fn try_append(&self, hub: &Hub, record: Record) -> bool {
+    pub fn try_append(&self, hub: &Hub, slot: Slot) -> bool {
         self.busy.store(true, Ordering::Relaxed);
         owner_fence();
         let clear = !self.paused.load(Ordering::Relaxed)
@@ -368,7 +383,7 @@ impl ThreadBuffer {
             let records = unsafe { &mut *self.records.get() };
             let room = records.len() < hub.capacity && records.len() < records.capacity();
             if room {
-                records.push(record);
+                records.push(slot);
             }
             room
         };
@@ -396,7 +411,7 @@ impl ThreadBuffer {
     }
 
     #[cold]
-    fn hand_over(&self, hub: &Hub, records: &mut Vec<Record>, blocking: bool) {
+    fn hand_over(&self, hub: &Hub, records: &mut Vec<Slot>, blocking: bool) {
         let full = std::mem::replace(records, hub.empty_vec());
         if let Some(kept) = hub.send(self.key, full, blocking) {
             // The channel is full and this callback may not wait: keep growing instead.
@@ -406,7 +421,7 @@ impl ThreadBuffer {
 
     /// Takes the records, leaving an empty vector from the pool; the caller holds `cold` and
     /// has shut the owner out (or is the owner).
-    fn take(&self, hub: &Hub) -> Vec<Record> {
+    fn take(&self, hub: &Hub) -> Vec<Slot> {
         // SAFETY: called by the owner itself (retire) or by a collector after the handshake.
         let records = unsafe { &mut *self.records.get() };
         if records.is_empty() {
@@ -419,6 +434,7 @@ impl ThreadBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jlive_writer::record::FORM_ENTRY;
     use std::collections::HashMap;
 
     /// The handshake loses, repeats and reorders nothing: two threads append numbered records
@@ -454,7 +470,8 @@ mod tests {
     fn collect_while_appending() -> u64 {
         let (messages, inbox) = crossbeam_channel::bounded(64);
         let (_returns, pool) = crossbeam_channel::bounded(64);
-        let hub: &'static Hub = Box::leak(Box::new(Hub::new(messages, pool, 4096)));
+        // Overhead 7: `append`'s records (overhead 0) take the wide form, `try_append`'s one slot.
+        let hub: &'static Hub = Box::leak(Box::new(Hub::new(messages, pool, 4096, 7)));
         hub.start();
         let finished = Arc::new(AtomicU32::new(0));
         let owners: Vec<_> = (0..2)
@@ -466,9 +483,8 @@ mod tests {
                     let kind = RecordKind::MethodEntry;
                     let mut fast = 0;
                     for i in 0..PER_THREAD {
-                        if owner == 0
-                            && buffer.try_append(hub, Record::new(kind, clock::ticks(), i, 0, 0))
-                        {
+                        let slot = Slot::compact(FORM_ENTRY, clock::ticks(), i as u32, 0);
+                        if owner == 0 && buffer.try_append(hub, slot) {
                             fast += 1;
                             continue;
                         }
@@ -488,11 +504,11 @@ mod tests {
                     continue;
                 };
                 let expected = next.entry(batch.thread).or_insert(0);
-                for r in &batch.records {
+                for r in batch.records() {
                     assert_eq!(r.key, *expected, "thread {}", batch.thread);
                     *expected += 1;
+                    total += 1;
                 }
-                total += batch.records.len() as u64;
             }
             next
         });

@@ -179,9 +179,16 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         "tracing to {} (clock {:?}, {} ticks/us)",
         path, source, rate
     ));
-    let hub = Hub::new(messages, pool_in, options.buffer);
-    let filter = ClassFilter::new(&options.include, &options.exclude);
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
+    // Under capture=events each record's overhead is measured: one-slot records are those
+    // whose overhead happens to be this value, which is as good as any.
+    let hub = Hub::new(
+        messages,
+        pool_in,
+        options.buffer,
+        overhead.unwrap_or(u32::MAX),
+    );
+    let filter = ClassFilter::new(&options.include, &options.exclude);
     if options.capture == Capture::Bci {
         registry.use_bci();
     }
@@ -451,18 +458,18 @@ impl Profiler {
 /// The ticks one trampoline record costs the agent: a tick read and an append, measured here
 /// over a few thousand rounds (capture=bci stamps each record with it).
 fn record_overhead() -> u32 {
-    use jlive_writer::record::{Record, RecordKind};
-    let mut sink: Vec<Record> = Vec::with_capacity(4096);
-    let rounds = 4096u64;
+    use jlive_writer::record::{Slot, FORM_ENTRY};
+    let mut sink: Vec<Slot> = Vec::with_capacity(4096);
+    let rounds = 4096u32;
     let start = clock::ticks();
     for k in 0..rounds {
         let t = clock::ticks();
-        sink.push(Record::new(RecordKind::MethodEntry, t, k, 0, 0));
+        sink.push(Slot::compact(FORM_ENTRY, t, k, 0));
         std::sync::atomic::fence(Ordering::SeqCst);
     }
     let spent = clock::ticks().saturating_sub(start);
     std::hint::black_box(&sink);
-    (spent / rounds).min(u64::from(u32::MAX)) as u32
+    (spent / u64::from(rounds)).min(u64::from(u32::MAX)) as u32
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@ use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::options::Methods;
 use crate::profiler::{self, Profiler};
-use jlive_writer::record::{Record, RecordKind, NO_OBJECT, PENDING_OBJECT};
+use jlive_writer::record::{
+    RecordKind, Slot, COMPACT_KEYS, FORM_ENTRY, FORM_EXIT, NO_OBJECT, PENDING_OBJECT,
+};
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -221,7 +223,7 @@ fn enter_with(key: jint, object: u32) {
 /// because nothing in it can panic: loads, stores, the TSC, and a thread-local that is a
 /// const-initialized `Cell` with no destructor (so `with` cannot fail).
 #[inline(always)]
-fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
+fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
     // The TSC read takes longer than all the rest: started first, it overlaps the checks.
     // (The Java side only calls while a burst records, so it is seldom read in vain.)
     let Some(ticks) = clock::tsc() else {
@@ -237,14 +239,15 @@ fn fast(what: i32, kind: RecordKind, key: jint, arg: u32) -> bool {
     let Some(p) = profiler::get() else {
         return false;
     };
-    let Some(extra) = p.overhead else {
+    // A key too big for the one-slot form (or a negative one) goes the full way.
+    if key as u32 >= COMPACT_KEYS || p.overhead.is_none() {
         return false;
-    };
-    b.try_append(&p.hub, Record::new(kind, ticks, key as u64, arg, extra))
+    }
+    b.try_append(&p.hub, Slot::compact(form, ticks, key as u32, arg))
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    if !fast(GATE_ENTRIES, RecordKind::MethodEntry, key, NO_OBJECT) {
+    if !fast(GATE_ENTRIES, FORM_ENTRY, key, NO_OBJECT) {
         enter_slow(key);
     }
 }
@@ -292,7 +295,7 @@ extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject
 }
 
 extern "system" fn exit(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    if !fast(GATE_EXITS, RecordKind::MethodExit, key, 0) {
+    if !fast(GATE_EXITS, FORM_EXIT, key, 0) {
         exit_slow(key);
     }
 }

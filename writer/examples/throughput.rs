@@ -96,28 +96,21 @@ fn main() {
     let mut sent = 0u64;
     while sent < total {
         for thread in 1..=4u32 {
-            let mut records: Vec<Record> = pool_rx
+            let mut slots: Vec<Slot> = pool_rx
                 .try_recv()
                 .unwrap_or_else(|_| Vec::with_capacity(batch));
-            for i in 0..batch / 2 {
+            for i in 0..batch as u32 / 2 {
                 ticks += 3;
-                records.push(Record::new(
-                    RecordKind::MethodEntry,
-                    ticks,
-                    i as u64,
-                    NO_OBJECT,
-                    20,
-                ));
-                records.push(Record::new(
-                    RecordKind::MethodExit,
-                    ticks + 1,
-                    i as u64,
-                    0,
-                    20,
-                ));
+                slots.push(Slot::compact(FORM_ENTRY, ticks, i, NO_OBJECT));
+                slots.push(Slot::compact(FORM_EXIT, ticks + 1, i, 0));
             }
-            sent += records.len() as u64;
-            tx.send(Message::Batch(Batch { thread, records })).unwrap();
+            sent += slots.len() as u64;
+            let records = Batch {
+                thread,
+                overhead: 20,
+                slots,
+            };
+            tx.send(Message::Batch(records)).unwrap();
         }
     }
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);

@@ -1,8 +1,27 @@
 //! The raw records the agent appends on JVM threads, and what travels to the writer thread.
 //!
-//! A [`Record`] is 32 bytes and `Copy`: appending one is a handful of stores. It names JVM
-//! identities the agent's way (a method key, a class key, an object ID from a JVMTI tag);
-//! the writer resolves them to format IDs through [`Symbols`].
+//! A [`Record`] names JVM identities the agent's way (a method key, a class key, an object ID
+//! from a JVMTI tag); the writer resolves them to format IDs through [`Symbols`]. In a thread's
+//! buffer and in a [`Batch`] records are stored in 16-byte [`Slot`]s (native byte order,
+//! never written to a file):
+//!
+//! ```text
+//!  0               8               12              16
+//!  +---------------+---------------+---------------+
+//!  | ticks (u64)   | word (u32)    | arg (u32)     |
+//!  +---------------+---------------+---------------+
+//!  word = form (top 4 bits) | payload (low 28 bits)
+//!
+//!  form 1, ENTRY   a MethodEntry: payload = method key, arg = receiver or NO_OBJECT
+//!  form 2, EXIT    a MethodExit:  payload = method key, arg unused
+//!                  (both carry the batch's `overhead` as their agent overhead)
+//!  form 0, WIDE    any record, in two slots: payload = RecordKind, arg = arg;
+//!                  the second slot's ticks field holds the 64-bit key, its word `extra`
+//! ```
+//!
+//! The one-slot forms are what the trampolines' fast path stores for nearly every call: half
+//! the bytes of a wide record, so half the cache lines travel from the recording core to the
+//! writer's.
 
 use std::sync::Arc;
 
@@ -73,11 +92,156 @@ impl Record {
     }
 }
 
+impl RecordKind {
+    /// The kind whose discriminant is `v` (a wide slot's payload); None for no kind.
+    pub fn from_u8(v: u8) -> Option<RecordKind> {
+        use RecordKind::*;
+        const KINDS: [RecordKind; 12] = [
+            None,
+            MethodEntry,
+            MethodExit,
+            ThreadStart,
+            ThreadEnd,
+            GcStart,
+            GcFinish,
+            ObjectAlloc,
+            ObjectSeen,
+            ObjectFree,
+            UserEvent,
+            ObjectBound,
+        ];
+        KINDS.get(usize::from(v)).copied()
+    }
+}
+
+/// One 16-byte cell of a thread's buffer: a whole record in a one-slot form, or half of a
+/// wide one (module comment).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slot {
+    pub ticks: u64,
+    pub word: u32,
+    pub arg: u32,
+}
+
+/// Method keys below this fit a one-slot record.
+pub const COMPACT_KEYS: u32 = 1 << 28;
+const FORM_SHIFT: u32 = 28;
+const PAYLOAD: u32 = COMPACT_KEYS - 1;
+/// A slot's form (the top 4 bits of `word`).
+pub const FORM_WIDE: u32 = 0;
+pub const FORM_ENTRY: u32 = 1;
+pub const FORM_EXIT: u32 = 2;
+
+impl Slot {
+    /// The one-slot form of a method entry (`FORM_ENTRY`) or exit (`FORM_EXIT`) of a method
+    /// key below [`COMPACT_KEYS`], with the batch's overhead.
+    #[inline(always)]
+    pub fn compact(form: u32, ticks: u64, key: u32, arg: u32) -> Slot {
+        Slot {
+            ticks,
+            word: form << FORM_SHIFT | key,
+            arg,
+        }
+    }
+
+    #[inline(always)]
+    pub fn form(&self) -> u32 {
+        self.word >> FORM_SHIFT
+    }
+
+    /// The method key of a one-slot record.
+    #[inline(always)]
+    pub fn key(&self) -> u32 {
+        self.word & PAYLOAD
+    }
+
+    /// The two slots of `r` in the wide form.
+    pub fn wide(r: &Record) -> [Slot; 2] {
+        [
+            Slot {
+                ticks: r.ticks,
+                word: r.kind as u32,
+                arg: r.arg,
+            },
+            Slot {
+                ticks: r.key,
+                word: r.extra,
+                arg: 0,
+            },
+        ]
+    }
+
+    /// The record at the start of `slots` and how many slots it takes; None when `slots` is
+    /// empty or its first slot is not a record (an unknown form, a wide record cut short).
+    #[inline]
+    pub fn decode(slots: &[Slot], overhead: u32) -> Option<(Record, usize)> {
+        let s = slots.first()?;
+        let (kind, key, arg, extra, width) = match s.form() {
+            FORM_ENTRY => (RecordKind::MethodEntry, s.key(), s.arg, overhead, 1),
+            FORM_EXIT => (RecordKind::MethodExit, s.key(), 0, overhead, 1),
+            FORM_WIDE => {
+                let second = slots.get(1)?;
+                let kind = RecordKind::from_u8((s.word & 0xFF) as u8)?;
+                let r = Record::new(kind, s.ticks, second.ticks, s.arg, second.word);
+                return Some((r, 2));
+            }
+            _ => return None,
+        };
+        Some((
+            Record::new(kind, s.ticks, u64::from(key), arg, extra),
+            width,
+        ))
+    }
+}
+
 /// A run of one thread's records, in the order the thread recorded them.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub thread: ThreadKey,
-    pub records: Vec<Record>,
+    /// The agent overhead of every one-slot record.
+    pub overhead: u32,
+    pub slots: Vec<Slot>,
+}
+
+impl Batch {
+    pub fn new(thread: ThreadKey, overhead: u32) -> Batch {
+        Batch {
+            thread,
+            overhead,
+            slots: Vec::new(),
+        }
+    }
+
+    /// Appends `r` in the narrowest form that holds it.
+    pub fn push(&mut self, r: &Record) {
+        push_record(&mut self.slots, r, self.overhead);
+    }
+
+    /// The records, in order.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let mut rest = &self.slots[..];
+        std::iter::from_fn(move || {
+            let (r, width) = Slot::decode(rest, self.overhead)?;
+            rest = &rest[width..];
+            Some(r)
+        })
+    }
+}
+
+/// Appends `r` to `slots` in one slot when its form allows (a method entry or exit of a
+/// key below [`COMPACT_KEYS`] whose overhead is `overhead`), else in two.
+pub fn push_record(slots: &mut Vec<Slot>, r: &Record, overhead: u32) {
+    let form = match r.kind {
+        RecordKind::MethodEntry => FORM_ENTRY,
+        RecordKind::MethodExit if r.arg == 0 => FORM_EXIT,
+        _ => FORM_WIDE,
+    };
+    if form != FORM_WIDE && r.key < u64::from(COMPACT_KEYS) && r.extra == overhead {
+        slots.push(Slot::compact(form, r.ticks, r.key as u32, r.arg));
+    } else {
+        slots.extend_from_slice(&Slot::wide(r));
+    }
 }
 
 /// A class as the JVM describes it, in the agent's keys.

@@ -233,57 +233,62 @@ impl<W: Write + Seek> Session<W> {
 
     /// Writes one thread's batch.
     pub fn batch(&mut self, batch: &Batch) -> io::Result<()> {
-        self.counts.records += batch.records.len() as u64;
+        let slots = &batch.slots[..];
         if !self.in_burst {
-            self.counts.outside_burst += batch.records.len() as u64;
+            let n = batch.records().count() as u64;
+            self.counts.records += n;
+            self.counts.outside_burst += n;
             return Ok(());
         }
         let state = self.threads.remove(&batch.thread).unwrap_or_default();
         self.current = (batch.thread, state);
-        let records = &batch.records;
-        let mut result = Ok(());
-        let mut i = 0;
-        while i < records.len() {
-            match self.common_run(&records[i..]) {
-                Ok(n) => i += n,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-            let Some(record) = records.get(i) else {
-                break;
-            };
-            result = if record.kind == RecordKind::MethodEntry && record.arg == PENDING_OBJECT {
-                let bound = bound_receiver(record.key, &records[i + 1..]);
-                self.constructor_entry(batch.thread, record, bound)
-            } else {
-                self.record(batch.thread, record)
-            };
-            if result.is_err() {
-                break;
-            }
-            i += 1;
-        }
+        let result = self.batch_slots(batch.thread, slots, batch.overhead);
         let (key, state) = std::mem::take(&mut self.current);
         self.threads.insert(key, state);
         result
     }
 
-    /// Writes the leading records of `records` that are the common case, and returns how many
-    /// it wrote: entries of a method already resolved (dense key, traced) without a receiver,
-    /// and exits of the top frame, on a thread that has its ID. They are what a batch is
-    /// made of; each costs here a table lookup, a frame push or pop and the event's bytes.
-    /// [`Session::record`] writes the same events for them, and handles everything else.
-    fn common_run(&mut self, records: &[Record]) -> io::Result<usize> {
+    /// The records of a batch, common runs in one loop, the rest one by one.
+    fn batch_slots(&mut self, thread: ThreadKey, slots: &[Slot], overhead: u32) -> io::Result<()> {
+        let mut i = 0;
+        while i < slots.len() {
+            let n = self.common_run(&slots[i..], overhead)?;
+            self.counts.records += n as u64;
+            i += n;
+            let Some((record, width)) = Slot::decode(&slots[i..], overhead) else {
+                break;
+            };
+            self.counts.records += 1;
+            i += width;
+            if record.kind == RecordKind::MethodEntry && record.arg == PENDING_OBJECT {
+                let bound = bound_receiver(record.key, &slots[i..], overhead);
+                self.constructor_entry(thread, &record, bound.as_ref())?;
+            } else {
+                self.record(thread, &record)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the leading records of `slots` that are the common case, and returns how many
+    /// it wrote: one-slot entries of a method already resolved (dense key, traced) without a
+    /// receiver, and one-slot exits of the top frame, on a thread that has its ID. They are
+    /// what a batch is made of; each costs here a table lookup, a frame push or pop and the
+    /// event's bytes. [`Session::record`] writes the same events for them, and handles
+    /// everything else.
+    fn common_run(&mut self, slots: &[Slot], overhead: u32) -> io::Result<usize> {
         match self.encoder.endian() {
-            jinsight::Endian::Little => self.common_run_in::<false>(records),
-            jinsight::Endian::Big => self.common_run_in::<true>(records),
+            jinsight::Endian::Little => self.common_run_in::<false>(slots, overhead),
+            jinsight::Endian::Big => self.common_run_in::<true>(slots, overhead),
         }
     }
 
     /// [`Session::common_run`] for an encoder whose byte order `BIG` says.
-    fn common_run_in<const BIG: bool>(&mut self, records: &[Record]) -> io::Result<usize> {
+    fn common_run_in<const BIG: bool>(
+        &mut self,
+        slots: &[Slot],
+        overhead: u32,
+    ) -> io::Result<usize> {
         let state = &mut self.current.1;
         let Some(id) = state.id else {
             return Ok(0);
@@ -293,35 +298,35 @@ impl<W: Write + Seek> Session<W> {
         }
         let mut last_ticks = self.last_ticks;
         let mut n = 0;
-        for r in records {
-            match r.kind {
-                RecordKind::MethodEntry if r.arg == NO_OBJECT => {
-                    let Some((class, method)) =
-                        self.dense.get(r.key as usize).and_then(|m| m.ids())
+        for s in slots {
+            let key = MethodKey::from(s.key());
+            match s.form() {
+                FORM_ENTRY if s.arg == NO_OBJECT => {
+                    let Some((class, method)) = self.dense.get(key as usize).and_then(|m| m.ids())
                     else {
                         break;
                     };
                     state.frames.push(Frame {
-                        key: r.key,
+                        key,
                         traced: true,
-                        overhead: r.extra,
+                        overhead,
                     });
                     self.encoder
-                        .method_enter_in::<BIG>(r.ticks, id, class, method, NO_OBJECT)?;
+                        .method_enter_in::<BIG>(s.ticks, id, class, method, NO_OBJECT)?;
                 }
-                RecordKind::MethodExit => {
+                FORM_EXIT => {
                     match state.frames.last() {
-                        Some(top) if top.key == r.key => {}
+                        Some(top) if top.key == key => {}
                         _ => break,
                     }
                     if let Some(frame) = state.frames.pop().filter(|f| f.traced) {
-                        let overhead = u64::from(frame.overhead) + u64::from(r.extra);
-                        self.encoder.method_leave_in::<BIG>(r.ticks, overhead, id)?;
+                        let overhead = u64::from(frame.overhead) + u64::from(overhead);
+                        self.encoder.method_leave_in::<BIG>(s.ticks, overhead, id)?;
                     }
                 }
                 _ => break,
             }
-            last_ticks = last_ticks.max(r.ticks);
+            last_ticks = last_ticks.max(s.ticks);
             n += 1;
         }
         self.last_ticks = last_ticks;
@@ -767,9 +772,11 @@ impl<W: Write + Seek> Session<W> {
 
 /// The ObjectBound record of the constructor entered with `key`, among the records after its
 /// entry: the first one at the same call depth, before the constructor exits.
-fn bound_receiver(key: MethodKey, rest: &[Record]) -> Option<&Record> {
+fn bound_receiver(key: MethodKey, rest: &[Slot], overhead: u32) -> Option<Record> {
     let mut depth = 0usize;
-    for r in rest {
+    let mut rest = rest;
+    while let Some((r, width)) = Slot::decode(rest, overhead) {
+        rest = &rest[width..];
         match r.kind {
             RecordKind::MethodEntry => depth += 1,
             RecordKind::MethodExit if depth == 0 => return None,
@@ -852,21 +859,23 @@ mod tests {
             seed
         };
         let mut open: [Vec<MethodKey>; 2] = [Vec::new(), Vec::new()];
-        let mut pending: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+        let mut pending = [Batch::new(7, 3), Batch::new(8, 3)];
         let mut out = Vec::new();
         for ticks in 10..40_000u64 {
             let r = next();
             let t = (r & 1) as usize;
             let stack = &mut open[t];
+            // Mostly the batch's overhead (one-slot records), sometimes another (wide ones).
+            let overhead = if (r >> 56) % 8 == 0 { 4 } else { 3 };
             let record = match (r >> 8) % 16 {
                 0..=6 => {
                     let key = KEYS[((r >> 16) % 6) as usize];
                     let object = if (r >> 24) % 8 == 0 { 5 } else { NO_OBJECT };
                     stack.push(key);
-                    Record::new(RecordKind::MethodEntry, ticks, key, object, 3)
+                    Record::new(RecordKind::MethodEntry, ticks, key, object, overhead)
                 }
                 7..=12 => match stack.pop() {
-                    Some(key) => Record::new(RecordKind::MethodExit, ticks, key, 0, 4),
+                    Some(key) => Record::new(RecordKind::MethodExit, ticks, key, 0, overhead),
                     None => Record::new(RecordKind::GcStart, ticks, 0, 0, 0),
                 },
                 13 if !stack.is_empty() => {
@@ -884,20 +893,13 @@ mod tests {
                 ),
                 _ => Record::new(RecordKind::GcFinish, ticks, 0, 0, 0),
             };
-            pending[t].push(record);
-            if (r >> 48) % 64 == 0 || pending[t].len() >= 300 {
-                out.push(Batch {
-                    thread: 7 + t as ThreadKey,
-                    records: std::mem::take(&mut pending[t]),
-                });
+            pending[t].push(&record);
+            if (r >> 48) % 64 == 0 || pending[t].slots.len() >= 300 {
+                let next = Batch::new(pending[t].thread, 3);
+                out.push(std::mem::replace(&mut pending[t], next));
             }
         }
-        for (t, records) in pending.into_iter().enumerate() {
-            out.push(Batch {
-                thread: 7 + t as ThreadKey,
-                records,
-            });
-        }
+        out.extend(pending);
         out
     }
 
@@ -923,8 +925,8 @@ mod tests {
             if record_by_record {
                 let state = s.threads.remove(&b.thread).unwrap_or_default();
                 s.current = (b.thread, state);
-                for r in &b.records {
-                    s.record(b.thread, r).unwrap();
+                for r in b.records() {
+                    s.record(b.thread, &r).unwrap();
                 }
                 let (key, state) = std::mem::take(&mut s.current);
                 s.threads.insert(key, state);

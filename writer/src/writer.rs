@@ -5,7 +5,7 @@
 //! A write error (disk full, file removed) is reported once through the log callback; the
 //! loop then keeps draining the channel so that no JVM thread ever blocks on a dead writer.
 
-use crate::record::{Message, Record};
+use crate::record::{Message, Slot};
 use crate::session::{Session, SessionCounts};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::io::{Seek, Write};
@@ -78,7 +78,7 @@ struct Loop<'a, W: Write + Seek> {
 pub fn run<W: Write + Seek>(
     session: Session<W>,
     messages: Receiver<Message>,
-    pool: Sender<Vec<Record>>,
+    pool: Sender<Vec<Slot>>,
     log: &dyn Fn(&str),
     stats: &WriterStats,
     reopen: &mut Reopen<'_, W>,
@@ -119,8 +119,8 @@ pub fn run<W: Write + Seek>(
             Ok(Message::Batch(mut batch)) => {
                 dirty = true;
                 l.apply(|s| s.batch(&batch));
-                batch.records.clear();
-                let _ = pool.try_send(batch.records);
+                batch.slots.clear();
+                let _ = pool.try_send(batch.slots);
             }
             Ok(Message::BurstBegin { ticks }) => {
                 dirty = true;

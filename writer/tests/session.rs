@@ -97,6 +97,16 @@ fn exit(t: u64, m: u64) -> Record {
     Record::new(RecordKind::MethodExit, t, m, 0, 4)
 }
 
+/// A batch of `records` whose one-slot records carry overhead 3 (the entries above; the
+/// exits take the wide form).
+fn batch(thread: u32, records: Vec<Record>) -> Batch {
+    let mut b = Batch::new(thread, 3);
+    for r in &records {
+        b.push(r);
+    }
+    b
+}
+
 /// fib(n) as records: calls = fib-calls(n).
 fn fib_records(n: u32, t: &mut u64, out: &mut Vec<Record>) {
     *t += 1;
@@ -128,11 +138,7 @@ fn fib_trace(platform: u32) -> Vec<u8> {
     ];
     let mut t = 10;
     fib_records(10, &mut t, &mut records);
-    write(
-        platform,
-        SessionConfig::default(),
-        vec![Batch { thread: 7, records }],
-    )
+    write(platform, SessionConfig::default(), vec![batch(7, records)])
 }
 
 #[test]
@@ -219,7 +225,7 @@ fn exclude_filter_drops_entries_and_their_leaves() {
     let data = write(
         jinsight::PLATFORM_LINUX_X86,
         config,
-        vec![Batch { thread: 1, records }],
+        vec![batch(1, records)],
     );
     check(&data).unwrap();
     let stats = Stats::of(&Trace::decode(&data).unwrap());
@@ -237,7 +243,7 @@ fn allocations_define_then_create() {
     let data = write(
         jinsight::PLATFORM_LINUX_X86,
         SessionConfig::default(),
-        vec![Batch { thread: 1, records }],
+        vec![batch(1, records)],
     );
     check(&data).unwrap();
     let trace = Trace::decode(&data).unwrap();
@@ -356,19 +362,12 @@ fn a_class_defined_before_it_was_prepared_is_defined_again_complete() {
     let mut s = Session::new(enc, symbols.clone(), SessionConfig::default());
     s.begin_burst(1).unwrap();
     let alloc = vec![Record::new(RecordKind::ObjectAlloc, 5, 7, 1, 3)];
-    s.batch(&Batch {
-        thread: 1,
-        records: alloc,
-    })
-    .unwrap();
+    s.batch(&batch(1, alloc)).unwrap();
     symbols
         .prepared
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    s.batch(&Batch {
-        thread: 1,
-        records: vec![entry(6, 200), exit(7, 200)],
-    })
-    .unwrap();
+    s.batch(&batch(1, vec![entry(6, 200), exit(7, 200)]))
+        .unwrap();
     let (out, _, _) = s.finish(None).unwrap();
     let data = out.into_inner();
     check(&data).expect("the entry refers to a complete definition");
