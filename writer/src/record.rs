@@ -333,3 +333,32 @@ pub enum Message {
         done: crossbeam_channel::Sender<crate::writer::Summary>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of record comes back from a batch as it went in; only entries and exits
+    /// of small keys with the batch's overhead (and exits without an argument) take one slot.
+    #[test]
+    fn records_come_back_from_their_slots() {
+        let mut records = Vec::new();
+        for v in 1..=11u8 {
+            let kind = RecordKind::from_u8(v).unwrap();
+            records.push(Record::new(kind, 100 + u64::from(v), 7, NO_OBJECT, 9));
+            records.push(Record::new(kind, u64::MAX - 1, 1 << 40, 5, 9));
+            records.push(Record::new(kind, 3, u64::from(COMPACT_KEYS - 1), 0, 9));
+            records.push(Record::new(kind, 4, u64::from(COMPACT_KEYS), 0, 9));
+            records.push(Record::new(kind, 5, 8, PENDING_OBJECT, 10));
+        }
+        let mut batch = Batch::new(1, 9);
+        for r in &records {
+            batch.push(r);
+        }
+        assert_eq!(batch.records().collect::<Vec<_>>(), records);
+        // One slot: the entries of keys 7 and 2^28 - 1 (with any receiver) and the exit of
+        // key 2^28 - 1 (the only exit without an argument); the other 52 take two.
+        assert_eq!(batch.slots.len(), 3 + 2 * 52);
+        assert_eq!(RecordKind::from_u8(12), None);
+    }
+}
