@@ -285,11 +285,6 @@ impl Hub {
         let _ = self.messages.send(message);
     }
 
-    /// The agent overhead of one-slot records.
-    pub fn overhead(&self) -> u32 {
-        self.overhead
-    }
-
     fn send(&self, thread: ThreadKey, slots: Vec<Slot>, blocking: bool) -> Option<Vec<Slot>> {
         if slots.is_empty() {
             return Some(slots);
