@@ -2,9 +2,10 @@
 //!
 //! The hot path ([`ThreadBuffer::append`]) takes no lock, makes no system call and does not
 //! allocate: it marks the buffer busy, checks that tracing is on, stores one 16-byte slot
-//! (a method entry or exit in its one-slot form, `jlive_writer::record`) and clears the mark. Only when the buffer is full does the owning thread send the batch
-//! over the bounded channel (waiting if the writer is behind: nothing is dropped) and take an
-//! empty vector from the pool.
+//! (a method entry or exit in its one-slot form, `jlive_writer::record`) and clears the
+//! mark. Only when the buffer is full does the owning thread send the batch over the bounded
+//! channel (waiting if the writer is behind: nothing is dropped) and take an empty vector
+//! from the pool.
 //!
 //! Every buffer is registered with the hub when it is created, so a burst end, a roll or VM
 //! death can collect every thread's partial batch, including threads that are blocked or never
