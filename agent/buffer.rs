@@ -64,8 +64,9 @@ pub struct Hub {
     buffers: Mutex<Vec<Arc<ThreadBuffer>>>,
     /// Slots per batch.
     capacity: usize,
-    /// The agent overhead that one-slot records carry (their batch says it for them).
-    overhead: u32,
+    /// capture=bci's constant agent overhead per record, measured at start-up; one-slot
+    /// records carry it (their batch says it for them).
+    overhead: Option<u32>,
     next_key: AtomicU32,
 }
 
@@ -131,13 +132,13 @@ impl Drop for Retire {
 }
 
 impl Hub {
-    /// A hub sending to `messages`; `pool` returns emptied vectors from the writer. One-slot
-    /// records carry `overhead` (capture=bci's constant).
+    /// A hub sending to `messages`; `pool` returns emptied vectors from the writer. With
+    /// `overhead` (capture=bci's constant), one-slot records carry it.
     pub fn new(
         messages: Sender<Message>,
         pool: Receiver<Vec<Slot>>,
         buffer_bytes: usize,
-        overhead: u32,
+        overhead: Option<u32>,
     ) -> Hub {
         register_membarrier();
         Hub {
@@ -149,6 +150,18 @@ impl Hub {
             overhead,
             next_key: AtomicU32::new(1),
         }
+    }
+
+    /// capture=bci's constant agent overhead per record (None: each record's is measured).
+    #[inline(always)]
+    pub fn overhead(&self) -> Option<u32> {
+        self.overhead
+    }
+
+    /// The overhead a batch names for its one-slot records. Without a constant, any value
+    /// will do: a record whose measured overhead equals it takes one slot and means it.
+    fn batch_overhead(&self) -> u32 {
+        self.overhead.unwrap_or(u32::MAX)
     }
 
     pub fn is_tracing(&self) -> bool {
@@ -292,7 +305,7 @@ impl Hub {
         }
         let message = Message::Batch(Batch {
             thread,
-            overhead: self.overhead,
+            overhead: self.batch_overhead(),
             slots,
         });
         if blocking {
@@ -355,7 +368,7 @@ impl ThreadBuffer {
         push_record(
             records,
             &Record::new(kind, ticks, key, arg, extra),
-            hub.overhead,
+            hub.batch_overhead(),
         );
         self.busy.store(false, Ordering::Release);
         true
@@ -467,7 +480,7 @@ mod tests {
         let (messages, inbox) = crossbeam_channel::bounded(64);
         let (_returns, pool) = crossbeam_channel::bounded(64);
         // Overhead 7: `append`'s records (overhead 0) take the wide form, `try_append`'s one slot.
-        let hub: &'static Hub = Box::leak(Box::new(Hub::new(messages, pool, 4096, 7)));
+        let hub: &'static Hub = Box::leak(Box::new(Hub::new(messages, pool, 4096, Some(7))));
         hub.start();
         let finished = Arc::new(AtomicU32::new(0));
         let owners: Vec<_> = (0..2)

@@ -61,9 +61,6 @@ pub struct Profiler {
     pub main_class: OnceLock<String>,
     /// Which classes are traced (also applied by the writer).
     pub filter: ClassFilter,
-    /// capture=bci: the measured agent overhead per record (one tick read per call instead of
-    /// two); capture=events measures each record.
-    pub overhead: Option<u32>,
     pub bci: crate::capture::bci::BciStats,
     listener: Mutex<Option<Listener>>,
     control: Mutex<Option<JoinHandle<()>>>,
@@ -180,14 +177,7 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         path, source, rate
     ));
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
-    // Under capture=events each record's overhead is measured: one-slot records are those
-    // whose overhead happens to be this value, which is as good as any.
-    let hub = Hub::new(
-        messages,
-        pool_in,
-        options.buffer,
-        overhead.unwrap_or(u32::MAX),
-    );
+    let hub = Hub::new(messages, pool_in, options.buffer, overhead);
     let filter = ClassFilter::new(&options.include, &options.exclude);
     if options.capture == Capture::Bci {
         registry.use_bci();
@@ -207,7 +197,6 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         caps,
         main_class: OnceLock::new(),
         filter,
-        overhead,
         bci: Default::default(),
         listener: Mutex::new(listener),
         control: Mutex::new(None),

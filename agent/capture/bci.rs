@@ -240,7 +240,7 @@ fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
         return false;
     };
     // A key too big for the one-slot form (or a negative one) goes the full way.
-    if key as u32 >= COMPACT_KEYS || p.overhead.is_none() {
+    if key as u32 >= COMPACT_KEYS || p.hub.overhead().is_none() {
         return false;
     }
     b.try_append(&p.hub, Slot::compact(form, ticks, key as u32, arg))

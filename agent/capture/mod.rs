@@ -38,6 +38,6 @@ fn record(
     attach: impl FnOnce() -> bool,
 ) {
     if let Some(buffer) = p.hub.current_or(attach) {
-        buffer.append(&p.hub, kind, ticks, method, arg, p.overhead, true);
+        buffer.append(&p.hub, kind, ticks, method, arg, p.hub.overhead(), true);
     }
 }

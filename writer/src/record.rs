@@ -177,21 +177,18 @@ impl Slot {
     #[inline]
     pub fn decode(slots: &[Slot], overhead: u32) -> Option<(Record, usize)> {
         let s = slots.first()?;
-        let (kind, key, arg, extra, width) = match s.form() {
-            FORM_ENTRY => (RecordKind::MethodEntry, s.key(), s.arg, overhead, 1),
-            FORM_EXIT => (RecordKind::MethodExit, s.key(), 0, overhead, 1),
+        let one = |kind, arg| Record::new(kind, s.ticks, u64::from(s.key()), arg, overhead);
+        match s.form() {
+            FORM_ENTRY => Some((one(RecordKind::MethodEntry, s.arg), 1)),
+            FORM_EXIT => Some((one(RecordKind::MethodExit, 0), 1)),
             FORM_WIDE => {
                 let second = slots.get(1)?;
                 let kind = RecordKind::from_u8((s.word & 0xFF) as u8)?;
                 let r = Record::new(kind, s.ticks, second.ticks, s.arg, second.word);
-                return Some((r, 2));
+                Some((r, 2))
             }
-            _ => return None,
-        };
-        Some((
-            Record::new(kind, s.ticks, u64::from(key), arg, extra),
-            width,
-        ))
+            _ => None,
+        }
     }
 }
 
