@@ -120,7 +120,15 @@ pub fn length(code: &[u8], pc: usize) -> Result<usize> {
 
 /// Every instruction of a method's code, in order.
 pub fn decode(code: &[u8]) -> Result<Vec<Insn>> {
-    let mut v = Vec::with_capacity(code.len() / 2);
+    let mut v = Vec::new();
+    decode_into(code, &mut v)?;
+    Ok(v)
+}
+
+/// [`decode`] into a vector that is cleared first.
+pub fn decode_into(code: &[u8], v: &mut Vec<Insn>) -> Result<()> {
+    v.clear();
+    v.reserve(code.len() / 2);
     let mut pc = 0;
     while pc < code.len() {
         let len = length(code, pc)?;
@@ -134,7 +142,7 @@ pub fn decode(code: &[u8]) -> Result<Vec<Insn>> {
         });
         pc += len;
     }
-    Ok(v)
+    Ok(())
 }
 
 /// Absolute branch targets of an instruction (switch: default first).
@@ -218,7 +226,7 @@ pub struct Analysis {
     pub super_call: Option<usize>,
     /// Pcs after which a newly created, initialized object or array is on top of the stack:
     /// newarray/anewarray/multianewarray, and the `<init>` call completing a `new` whose
-    /// reference was duplicated.
+    /// reference was duplicated. In increasing order.
     pub allocations: Vec<usize>,
 }
 
@@ -576,7 +584,7 @@ fn step(
             let receiver = st[st.len() - args - 1];
             pop(st, args + 1)?;
             let mut initializes_this = false;
-            if name == "<init>" && receiver != Slot::Other {
+            if name == b"<init>" && receiver != Slot::Other {
                 // The copy that `dup` left is on top exactly when the top slot is the receiver.
                 let copy_on_top = st.last() == Some(&receiver);
                 for slot in st.iter_mut().filter(|x| **x == receiver) {

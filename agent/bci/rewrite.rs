@@ -20,15 +20,18 @@
 //! Constructors get two catch-all handlers: one for the code before super()/this(), whose
 //! frame keeps `uninitializedThis` (JVMS §4.10.1.6 forbids covering it otherwise), and one
 //! after. Branch targets, switch padding, the exception table, LineNumberTable,
-//! LocalVariable(Type)Table and StackMapTable (each frame in its shortest form) are carried over.
+//! LocalVariable(Type)Table and StackMapTable (each frame moved in the form it had, the
+//! handlers' frames appended) are carried over.
 //! A method that would outgrow the 64 KiB code limit (or a 16-bit branch) is left as it was.
 //!
 //! Native methods (in classes seen at first load, where new methods may be added) are
 //! renamed `$$jlive$$name` — JVMTI SetNativeMethodPrefix makes the JVM still bind them — and
 //! a wrapper with the original name, flags and index calls them between entry and exit.
 
-use super::classfile::{err, put_u2, ClassFile, Code, ConstantPool, Handler, Reader, Result};
-use super::code::{self, analyze, decode, Analysis, Insn};
+use super::classfile::{
+    err, put_u2, put_u4, ClassFile, Code, ConstantPool, Handler, Reader, Result,
+};
+use super::code::{self, analyze, Analysis, Insn};
 use super::stackmap::{self, Frame, VType};
 
 /// The class that holds the trampolines; in java.lang so that every module can read it.
@@ -170,8 +173,9 @@ pub fn instrument_with(
     let Some(base) = reserve(cf.methods.len() as u32 + natives) else {
         return err("no method keys left");
     };
-    let name = cf.name()?.to_string();
+    let name = cf.name()?.into_owned();
     let mut refs = Refs::default();
+    let mut scratch = Scratch::default();
     // Class files before version 50 have no stack maps.
     let stack_maps = cf.major >= 50;
     let mut out = Outcome {
@@ -189,14 +193,14 @@ pub fn instrument_with(
         let mname = |pool: &ConstantPool| -> String {
             format!(
                 "{}{}",
-                pool.utf8(name_at).unwrap_or("?"),
-                pool.utf8(descriptor_at).unwrap_or("?")
+                pool.text(name_at).unwrap_or("?".into()),
+                pool.text(descriptor_at).unwrap_or("?".into())
             )
         };
         let Some(at) = m
             .attributes
             .iter()
-            .position(|a| cf.pool.utf8(a.name) == Ok("Code"))
+            .position(|a| cf.pool.is_utf8(a.name, b"Code"))
         else {
             if m.access & ACC_NATIVE == 0 {
                 continue; // abstract
@@ -207,7 +211,7 @@ pub fn instrument_with(
             let annotated = m
                 .attributes
                 .iter()
-                .any(|a| cf.pool.utf8(a.name) == Ok("RuntimeVisibleAnnotations"));
+                .any(|a| cf.pool.is_utf8(a.name, b"RuntimeVisibleAnnotations"));
             if !weave.wrap_natives || annotated {
                 out.native += 1;
                 continue;
@@ -233,10 +237,8 @@ pub fn instrument_with(
             continue;
         };
         let method = MethodInfo {
-            this_class: cf.this_class,
             is_static: m.access & ACC_STATIC != 0,
-            is_ctor: cf.pool.utf8(m.name)? == "<init>",
-            descriptor: cf.pool.utf8(m.descriptor)?.to_string(),
+            is_ctor: cf.pool.utf8(m.name)? == b"<init>",
             key,
             stack_maps,
         };
@@ -246,6 +248,7 @@ pub fn instrument_with(
             &m.attributes[at].data,
             &mut refs,
             weave,
+            &mut scratch,
         ) {
             Ok((data, padded)) => {
                 m.attributes[at].data = data.into();
@@ -272,10 +275,11 @@ fn wrap_native<'a>(
     weave: Weave,
     stack_maps: bool,
 ) -> Result<super::classfile::Member<'a>> {
-    let name = pool.utf8(m.name)?.to_string();
-    let desc = pool.utf8(m.descriptor)?.to_string();
+    let mut prefixed = NATIVE_PREFIX.as_bytes().to_vec();
+    prefixed.extend_from_slice(pool.utf8(m.name)?);
+    let desc = pool.utf8(m.descriptor)?.to_vec();
     let is_static = m.access & ACC_STATIC != 0;
-    let target_name = pool.add_utf8(&format!("{}{}", NATIVE_PREFIX, name))?;
+    let target_name = pool.add_utf8_bytes(&prefixed)?;
     let target = pool.add_method_ref_in(this_class, target_name, m.descriptor)?;
     let push = key_push(pool, key)?;
     let mut code = refs.entry(pool, &push, weave, is_static, false)?.to_vec();
@@ -285,7 +289,7 @@ fn wrap_native<'a>(
         code.push(code::ALOAD_0);
         slot = 1;
     }
-    let b = desc.as_bytes();
+    let b = desc.as_slice();
     let mut i = 1;
     while b[i] != b')' {
         let (load, size) = match b[i] {
@@ -332,14 +336,19 @@ fn wrap_native<'a>(
     let (args, ret) = super::classfile::descriptor_slots(&desc)?;
     let mut attributes = Vec::new();
     if stack_maps {
+        let thrown = [VType::Object(refs.get(pool, Ref::Throwable)?)];
         let frame = Frame {
             offset: handler,
-            locals: Vec::new(),
-            stack: vec![VType::Object(refs.get(pool, Ref::Throwable)?)],
+            locals: &[],
+            stack: &thrown,
         };
         attributes.push(super::classfile::Attribute {
             name: refs.get(pool, Ref::StackMapTable)?,
-            data: stackmap::encode(&[frame], None)?.into(),
+            data: {
+                let mut table = Vec::new();
+                stackmap::encode(&mut table, &[frame])?;
+                table.into()
+            },
         });
     }
     let body = Code {
@@ -370,10 +379,8 @@ fn wrap_native<'a>(
 }
 
 struct MethodInfo {
-    this_class: u16,
     is_static: bool,
     is_ctor: bool,
-    descriptor: String,
     key: u32,
     /// The class file has stack maps (version 50 or later).
     stack_maps: bool,
@@ -430,62 +437,96 @@ fn pad_past_inlining(code: &mut Vec<u8>) -> Option<usize> {
         return None;
     }
     let block = code.len();
-    code.push(code::ICONST_0);
-    let switch = code.len();
-    code.push(code::LOOKUPSWITCH);
-    code.extend(std::iter::repeat_n(0u8, switch_pad(switch)));
+    code.extend_from_slice(&[code::ICONST_0, code::LOOKUPSWITCH]);
+    code.extend_from_slice(&[0; 3][..switch_pad(block + 1)]);
     // default, npairs, pairs. At least one pair: HotSpot rejects a lookupswitch without pairs
     // that ends the code ("Bad instruction").
     let pairs = (INLINE_LIMIT + 1)
         .saturating_sub(code.len() + 8)
         .div_ceil(8)
         .max(1);
-    let back = (block as i32 - switch as i32).to_be_bytes();
-    code.extend_from_slice(&back);
+    code.extend_from_slice(&BACK);
     code.extend_from_slice(&(pairs as i32).to_be_bytes());
-    for key in 0..pairs as i32 {
-        code.extend_from_slice(&key.to_be_bytes());
-        code.extend_from_slice(&back);
-    }
+    code.extend_from_slice(&PADDING_PAIRS[..8 * pairs]);
     Some(block)
 }
 
-/// Where each original instruction lands.
-struct Layout {
-    /// Start of what replaces instruction k (its prefix, if any).
-    start: Vec<usize>,
-    /// Start of instruction k itself.
-    body: Vec<usize>,
-    /// Length of instruction k after re-padding.
-    len: Vec<usize>,
-    end: usize,
+/// Every padding target: the `iconst_0` right before the switch.
+const BACK: [u8; 4] = (-1i32).to_be_bytes();
+const MAX_PADDING_PAIRS: usize = INLINE_LIMIT / 8 + 1;
+
+/// The padding switch's pairs: keys 0, 1, 2, ..., each with target [`BACK`].
+const PADDING_PAIRS: [u8; 8 * MAX_PADDING_PAIRS] = {
+    let mut pairs = [0u8; 8 * MAX_PADDING_PAIRS];
+    let mut k = 0;
+    while k < MAX_PADDING_PAIRS {
+        let key = (k as i32).to_be_bytes();
+        let mut b = 0;
+        while b < 4 {
+            pairs[8 * k + b] = key[b];
+            pairs[8 * k + 4 + b] = BACK[b];
+            b += 1;
+        }
+        k += 1;
+    }
+    pairs
+};
+
+/// Where an original instruction lands.
+#[derive(Clone, Copy)]
+struct Place {
+    /// Start of what replaces the instruction (its prefix, if any): where branches to it go.
+    start: usize,
+    /// Start of the instruction itself.
+    body: usize,
+    /// Its length after re-padding (switches).
+    len: usize,
+}
+
+/// What one class's methods reuse, so that rewriting a method allocates little more than
+/// its new Code attribute.
+#[derive(Default)]
+struct Scratch {
+    insns: Vec<Insn>,
+    places: Vec<Place>,
+    /// Old code offset to instruction number (u32::MAX: inside an instruction); one entry
+    /// past the end.
+    index: Vec<u32>,
+    code: Vec<u8>,
 }
 
 fn switch_pad(at: usize) -> usize {
     (4 - (at + 1) % 4) % 4
 }
 
-fn layout(insns: &[Insn], prologue: usize, prefix: &[usize], suffix: &[usize]) -> Layout {
-    let mut l = Layout {
-        start: vec![0; insns.len()],
-        body: vec![0; insns.len()],
-        len: vec![0; insns.len()],
-        end: 0,
-    };
+/// Places every instruction after a prologue, with `prefix` bytes before and `suffix`
+/// bytes after each; returns the end of the moved code.
+fn layout(
+    insns: &[Insn],
+    places: &mut Vec<Place>,
+    prologue: usize,
+    prefix: impl Fn(&Insn) -> usize,
+    suffix: impl Fn(&Insn) -> usize,
+) -> usize {
+    places.clear();
+    places.reserve(insns.len());
     let mut pos = prologue;
-    for (k, i) in insns.iter().enumerate() {
-        l.start[k] = pos;
-        pos += prefix[k];
-        l.body[k] = pos;
-        l.len[k] = if matches!(i.op, code::TABLESWITCH | code::LOOKUPSWITCH) {
+    for i in insns {
+        let start = pos;
+        pos += prefix(i);
+        let len = if matches!(i.op, code::TABLESWITCH | code::LOOKUPSWITCH) {
             i.len - switch_pad(i.pc) + switch_pad(pos)
         } else {
             i.len
         };
-        pos += l.len[k] + suffix[k];
+        places.push(Place {
+            start,
+            body: pos,
+            len,
+        });
+        pos += len + suffix(i);
     }
-    l.end = pos;
-    l
+    pos
 }
 
 fn rewrite(
@@ -494,9 +535,16 @@ fn rewrite(
     data: &[u8],
     refs: &mut Refs,
     weave: Weave,
+    scratch: &mut Scratch,
 ) -> Result<(Vec<u8>, bool)> {
     let code = Code::parse(data)?;
-    let insns = decode(&code.code)?;
+    let Scratch {
+        insns,
+        places,
+        index,
+        code: out,
+    } = scratch;
+    code::decode_into(&code.code, insns)?;
     if insns
         .iter()
         .any(|i| matches!(i.op, code::JSR | code::JSR_W | code::RET))
@@ -504,7 +552,7 @@ fn rewrite(
         return err("uses jsr/ret subroutines");
     }
     let analysis = if m.is_ctor || weave.alloc {
-        match analyze(&code, pool, &insns, m.is_ctor, weave.alloc) {
+        match analyze(&code, pool, insns, m.is_ctor, weave.alloc) {
             Ok(a) => a,
             Err(e) if m.is_ctor => return Err(e),
             Err(_) => Analysis::default(),
@@ -534,41 +582,50 @@ fn rewrite(
     let suffix_of = |i: &Insn| -> &[u8] {
         if super_call == Some(i.pc) {
             &constructed
-        } else if weave.alloc && analysis.allocations.contains(&i.pc) {
+        } else if weave.alloc && analysis.allocations.binary_search(&i.pc).is_ok() {
             &allocated
         } else {
             &[]
         }
     };
+    let prefix_of = |i: &Insn| -> &[u8] {
+        if code::is_return(i.op) {
+            &exit
+        } else {
+            &[]
+        }
+    };
 
-    let prefix: Vec<usize> = insns
-        .iter()
-        .map(|i| if code::is_return(i.op) { exit.len() } else { 0 })
-        .collect();
-    let suffix: Vec<usize> = insns.iter().map(|i| suffix_of(i).len()).collect();
-    let l = layout(&insns, prologue.len(), &prefix, &suffix);
-    let mut index = vec![usize::MAX; code.code.len() + 1];
+    let end = layout(
+        insns,
+        places,
+        prologue.len(),
+        |i| prefix_of(i).len(),
+        |i| suffix_of(i).len(),
+    );
+    index.clear();
+    index.resize(code.code.len() + 1, u32::MAX);
     for (k, i) in insns.iter().enumerate() {
-        index[i.pc] = k;
+        index[i.pc] = k as u32;
     }
+    let old_end = code.code.len();
     let map = |old: usize| -> Result<usize> {
-        if old == code.code.len() {
-            return Ok(l.end);
+        if old == old_end {
+            return Ok(end);
         }
         match index.get(old) {
-            Some(&k) if k != usize::MAX => Ok(l.start[k]),
+            Some(&k) if k != u32::MAX => Ok(places[k as usize].start),
             _ => err(format!("offset {} is not an instruction", old)),
         }
     };
 
-    // The body, two handlers and the padding, without a reallocation.
-    let mut out = Vec::with_capacity((l.end + 2 * (exit.len() + 1)).max(INLINE_LIMIT + 16));
+    // The body, two handlers and the padding.
+    out.clear();
+    out.reserve(end + 2 * (exit.len() + 1) + INLINE_LIMIT + 16);
     out.extend_from_slice(&prologue);
-    for (k, i) in insns.iter().enumerate() {
-        if prefix[k] > 0 {
-            out.extend_from_slice(&exit);
-        }
-        emit(&mut out, &code.code, i, l.body[k], &map)?;
+    for (i, place) in insns.iter().zip(places.iter()) {
+        out.extend_from_slice(prefix_of(i));
+        emit(out, &code.code, i, place.body, &map)?;
         out.extend_from_slice(suffix_of(i));
     }
     let catch_all = out.len();
@@ -585,7 +642,7 @@ fn rewrite(
     let padding = if weave.inlinable {
         None
     } else {
-        pad_past_inlining(&mut out)
+        pad_past_inlining(out)
     };
 
     let mut handlers = Vec::with_capacity(code.handlers.len() + 2);
@@ -598,44 +655,46 @@ fn rewrite(
         });
     }
     let begin = prologue.len();
-    let mut catch_frames = vec![Frame {
+    let thrown = [VType::Object(throwable)];
+    let mut catch_frames = Vec::with_capacity(3);
+    catch_frames.push(Frame {
         offset: catch_all,
-        locals: Vec::new(),
-        stack: vec![VType::Object(throwable)],
-    }];
+        locals: &[],
+        stack: &thrown,
+    });
     match analysis.super_call.filter(|_| m.is_ctor) {
         Some(pc) => {
             // The super()/this() call itself stays uncovered: HotSpot checks a handler that
             // covers it against the frame after the call (this initialized) with the
             // uninitialized flag still set, which no frame can satisfy. An exception from it
             // leaves without an exit record; the writer unwinds such frames by key.
-            let k = index[pc];
-            let after_super = l.body[k] + l.len[k];
-            if begin < l.body[k] {
+            let call = places[index[pc] as usize];
+            let after_super = call.body + call.len;
+            if begin < call.body {
                 handlers.push(Handler {
                     start: begin as u16,
-                    end: l.body[k] as u16,
+                    end: call.body as u16,
                     handler: catch_before_super as u16,
                     catch_type: 0,
                 });
             }
-            if after_super < l.end {
+            if after_super < end {
                 handlers.push(Handler {
                     start: after_super as u16,
-                    end: l.end as u16,
+                    end: end as u16,
                     handler: catch_all as u16,
                     catch_type: 0,
                 });
             }
             catch_frames.push(Frame {
                 offset: catch_before_super,
-                locals: vec![VType::UninitializedThis],
-                stack: vec![VType::Object(throwable)],
+                locals: &[VType::UninitializedThis],
+                stack: &thrown,
             });
         }
         None => handlers.push(Handler {
             start: begin as u16,
-            end: l.end as u16,
+            end: end as u16,
             handler: catch_all as u16,
             catch_type: 0,
         }),
@@ -643,65 +702,69 @@ fn rewrite(
     if let Some(offset) = padding {
         catch_frames.push(Frame {
             offset,
-            locals: Vec::new(),
-            stack: Vec::new(),
+            locals: &[],
+            stack: &[],
         });
     }
 
-    let mut attributes = Vec::new();
+    // The new Code attribute, written once: header, code, exception table, tables.
+    let tables: usize = code.attributes.iter().map(|a| 6 + a.data.len()).sum();
+    let mut new = Vec::with_capacity(16 + out.len() + 8 * handlers.len() + tables + 64);
+    put_u2(&mut new, code.max_stack.saturating_add(2).max(2));
+    put_u2(&mut new, code.max_locals);
+    put_u4(&mut new, out.len() as u32);
+    new.extend_from_slice(out);
+    put_u2(&mut new, handlers.len() as u16);
+    for h in &handlers {
+        for v in [h.start, h.end, h.handler, h.catch_type] {
+            put_u2(&mut new, v);
+        }
+    }
+    let count_at = new.len();
+    put_u2(&mut new, 0);
+    let mut count = 0u16;
     let mut had_stack_map = false;
     for a in &code.attributes {
         let table = match pool.utf8(a.name)? {
-            "LineNumberTable" => Table::Lines,
-            "LocalVariableTable" | "LocalVariableTypeTable" => Table::Locals,
-            "StackMapTable" => Table::StackMap,
+            b"LineNumberTable" => Table::Lines,
+            b"LocalVariableTable" | b"LocalVariableTypeTable" => Table::Locals,
+            b"StackMapTable" => Table::StackMap,
             // Offsets inside type annotations and unknown attributes would go stale: drop them.
             _ => continue,
         };
-        let data = match table {
-            Table::Lines => line_numbers(&a.data, &map)?,
-            Table::Locals => local_variables(&a.data, &map)?,
+        let length_at = attribute_header(&mut new, a.name);
+        match table {
+            Table::Lines => line_numbers(&mut new, &a.data, &map)?,
+            Table::Locals => local_variables(&mut new, &a.data, &map)?,
             Table::StackMap => {
                 had_stack_map = true;
-                let initial = stackmap::initial_locals(
-                    pool,
-                    m.this_class,
-                    &m.descriptor,
-                    m.is_static,
-                    m.is_ctor,
-                )?;
-                let mut frames = stackmap::decode(&a.data, &initial)?;
-                for f in &mut frames {
-                    f.offset = map(f.offset)?;
-                    for v in f.locals.iter_mut().chain(f.stack.iter_mut()) {
-                        if let VType::Uninitialized(at) = v {
-                            *at = map(*at as usize)? as u16;
-                        }
-                    }
-                }
-                frames.extend(catch_frames.iter().cloned());
-                stackmap::encode(&frames, Some(&initial))?
+                stackmap::remap(&mut new, &a.data, &map, &catch_frames)?;
             }
-        };
-        attributes.push(super::classfile::Attribute {
-            name: a.name,
-            data: data.into(),
-        });
+        }
+        end_attribute(&mut new, length_at);
+        count += 1;
     }
     if !had_stack_map && m.stack_maps {
-        attributes.push(super::classfile::Attribute {
-            name: refs.get(pool, Ref::StackMapTable)?,
-            data: stackmap::encode(&catch_frames, None)?.into(),
-        });
+        let length_at = attribute_header(&mut new, refs.get(pool, Ref::StackMapTable)?);
+        stackmap::encode(&mut new, &catch_frames)?;
+        end_attribute(&mut new, length_at);
+        count += 1;
     }
-    let new = Code {
-        max_stack: code.max_stack.saturating_add(2).max(2),
-        max_locals: code.max_locals,
-        code: out.into(),
-        handlers,
-        attributes,
-    };
-    Ok((new.write(), padding.is_some()))
+    new[count_at..count_at + 2].copy_from_slice(&count.to_be_bytes());
+    Ok((new, padding.is_some()))
+}
+
+/// An attribute's name and a length to be filled in by [`end_attribute`]; returns where the
+/// length goes.
+fn attribute_header(out: &mut Vec<u8>, name: u16) -> usize {
+    put_u2(out, name);
+    put_u4(out, 0);
+    out.len() - 4
+}
+
+fn end_attribute(out: &mut [u8], length_at: usize) {
+    let length = (out.len() - length_at - 4) as u32;
+    out[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
 }
 
 /// The Code attributes that hold bytecode offsets and are carried over.
@@ -720,78 +783,89 @@ fn emit(
     map: &dyn Fn(usize) -> Result<usize>,
 ) -> Result<()> {
     debug_assert_eq!(out.len(), at);
-    let old = &code[i.pc..i.pc + i.len];
     let rel = |target: usize| -> Result<i64> { Ok(map(target)? as i64 - at as i64) };
     match i.op {
-        153..=168 | 198 | 199 => {
-            let target = code::targets(code, i)?[0];
+        153..=168 | 198 | 199 => code::each_target(code, i, |target| {
             let off = rel(target)?;
-            if off < i16::MIN as i64 || off > i16::MAX as i64 {
+            let Ok(off) = i16::try_from(off) else {
                 return err("a branch would outgrow its 16-bit offset");
-            }
+            };
             out.push(i.op);
-            out.extend_from_slice(&(off as i16).to_be_bytes());
-        }
-        code::GOTO_W | code::JSR_W => {
-            let target = code::targets(code, i)?[0];
+            out.extend_from_slice(&off.to_be_bytes());
+            Ok(())
+        }),
+        code::GOTO_W | code::JSR_W => code::each_target(code, i, |target| {
             out.push(i.op);
             out.extend_from_slice(&(rel(target)? as i32).to_be_bytes());
-        }
+            Ok(())
+        }),
         code::TABLESWITCH | code::LOOKUPSWITCH => {
-            let targets = code::targets(code, i)?;
             out.push(i.op);
-            out.extend(std::iter::repeat_n(0u8, switch_pad(at)));
+            out.extend_from_slice(&[0; 3][..switch_pad(at)]);
             let base = (i.pc + 4) & !3;
-            out.extend_from_slice(&(rel(targets[0])? as i32).to_be_bytes());
-            if i.op == code::TABLESWITCH {
-                out.extend_from_slice(&code[base + 4..base + 12]); // low, high
-                for &t in &targets[1..] {
-                    out.extend_from_slice(&(rel(t)? as i32).to_be_bytes());
+            // Default first, then (lookupswitch: each key and) each target.
+            let mut k = 0;
+            code::each_target(code, i, |target| {
+                if k == 0 {
+                    out.extend_from_slice(&(rel(target)? as i32).to_be_bytes());
+                    let counts = if i.op == code::TABLESWITCH { 8 } else { 4 }; // low, high | npairs
+                    out.extend_from_slice(&code[base + 4..base + 4 + counts]);
+                } else {
+                    if i.op == code::LOOKUPSWITCH {
+                        let key_at = base + 8 * k;
+                        out.extend_from_slice(&code[key_at..key_at + 4]);
+                    }
+                    out.extend_from_slice(&(rel(target)? as i32).to_be_bytes());
                 }
-            } else {
-                out.extend_from_slice(&code[base + 4..base + 8]); // npairs
-                for (k, &t) in targets[1..].iter().enumerate() {
-                    let key_at = base + 8 + 8 * k;
-                    out.extend_from_slice(&code[key_at..key_at + 4]);
-                    out.extend_from_slice(&(rel(t)? as i32).to_be_bytes());
-                }
-            }
+                k += 1;
+                Ok(())
+            })
         }
-        _ => out.extend_from_slice(old),
+        _ => {
+            out.extend_from_slice(&code[i.pc..i.pc + i.len]);
+            Ok(())
+        }
+    }
+}
+
+/// Copies a LineNumberTable with its offsets moved.
+fn line_numbers(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    map: &dyn Fn(usize) -> Result<usize>,
+) -> Result<()> {
+    let mut r = Reader::new(data);
+    let n = r.u2()?;
+    put_u2(out, n);
+    for _ in 0..n {
+        let start = r.u2()? as usize;
+        let line = r.u2()?;
+        put_u2(out, if start == 0 { 0 } else { map(start)? as u16 });
+        put_u2(out, line);
     }
     Ok(())
 }
 
-fn line_numbers(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<Vec<u8>> {
+/// Copies a LocalVariable(Type)Table with its ranges moved.
+fn local_variables(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    map: &dyn Fn(usize) -> Result<usize>,
+) -> Result<()> {
     let mut r = Reader::new(data);
     let n = r.u2()?;
-    let mut out = Vec::with_capacity(data.len());
-    put_u2(&mut out, n);
-    for _ in 0..n {
-        let start = r.u2()? as usize;
-        let line = r.u2()?;
-        put_u2(&mut out, if start == 0 { 0 } else { map(start)? as u16 });
-        put_u2(&mut out, line);
-    }
-    Ok(out)
-}
-
-fn local_variables(data: &[u8], map: &dyn Fn(usize) -> Result<usize>) -> Result<Vec<u8>> {
-    let mut r = Reader::new(data);
-    let n = r.u2()?;
-    let mut out = Vec::with_capacity(data.len());
-    put_u2(&mut out, n);
+    put_u2(out, n);
     for _ in 0..n {
         let start = r.u2()? as usize;
         let length = r.u2()? as usize;
         let rest = r.bytes(6)?;
         let new_start = if start == 0 { 0 } else { map(start)? };
         let new_end = map(start + length)?;
-        put_u2(&mut out, new_start as u16);
-        put_u2(&mut out, (new_end - new_start) as u16);
+        put_u2(out, new_start as u16);
+        put_u2(out, (new_end - new_start) as u16);
         out.extend_from_slice(rest);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -802,7 +876,7 @@ mod tests {
     fn strings(class: &[u8]) -> Vec<String> {
         let cf = ClassFile::parse(class).unwrap();
         (1..cf.pool.entries.len() as u16)
-            .filter_map(|i| cf.pool.utf8(i).ok().map(str::to_string))
+            .filter_map(|i| cf.pool.text(i).ok().map(|s| s.into_owned()))
             .collect()
     }
 
@@ -885,7 +959,7 @@ mod tests {
             }
             assert_eq!(block, Some(len));
             assert!(code.len() > INLINE_LIMIT, "{} -> {}", len, code.len());
-            let insns = decode(&code).expect("the padded code decodes");
+            let insns = code::decode(&code).expect("the padded code decodes");
             let switch = insns.last().unwrap();
             assert_eq!(switch.op, code::LOOKUPSWITCH);
             assert_eq!(

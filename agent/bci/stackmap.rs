@@ -1,6 +1,7 @@
-//! StackMapTable (JVMS §4.7.4): decoded into frames at absolute offsets with their full
-//! locals and stack, so the rewriter can move them, and written back with each frame in the
-//! shortest form its predecessor allows (HotSpot reads every frame of a verified method).
+//! StackMapTable (JVMS §4.7.4): the rewriter moves a table's frames to the offsets their
+//! instructions land on (`remap`, frame by frame, each in the form it was read in), and adds
+//! frames of its own after them (`encode`, each in the shortest form its predecessor allows;
+//! HotSpot reads every frame of a verified method).
 //!
 //! ```text
 //! StackMapTable  u2 n + frame[n]; a frame's offset is the previous offset + delta + 1
@@ -15,7 +16,7 @@
 //!        7 Object u2 class  8 Uninitialized u2 offset-of-new
 //! ```
 
-use super::classfile::{err, put_u2, ConstantPool, Reader, Result};
+use super::classfile::{err, put_u2, Reader, Result};
 
 /// A verification type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,72 +69,38 @@ impl VType {
     }
 }
 
-/// A frame at an absolute offset, fully spelled out.
+/// A frame at an absolute offset, fully spelled out (the rewriter's own frames: a handful of
+/// types each, borrowed so that a method's frames cost no allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub offset: usize,
+    pub locals: &'a [VType],
+    pub stack: &'a [VType],
+}
+
+/// A decoded frame that owns its types (the tests' view of a table).
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Frame {
+pub struct Decoded {
     pub offset: usize,
     pub locals: Vec<VType>,
     pub stack: Vec<VType>,
 }
 
-/// The verification types of a method's parameters (with `this` first unless static).
-pub fn initial_locals(
-    pool: &mut ConstantPool,
-    this_class: u16,
-    desc: &str,
-    is_static: bool,
-    is_ctor: bool,
-) -> Result<Vec<VType>> {
-    let mut locals = Vec::new();
-    if !is_static {
-        locals.push(if is_ctor {
-            VType::UninitializedThis
-        } else {
-            VType::Object(this_class)
-        });
-    }
-    let b = desc.as_bytes();
-    let mut i = 1;
-    while i < b.len() && b[i] != b')' {
-        let start = i;
-        while b.get(i) == Some(&b'[') {
-            i += 1;
+#[cfg(test)]
+impl Decoded {
+    pub fn frame(&self) -> Frame<'_> {
+        Frame {
+            offset: self.offset,
+            locals: &self.locals,
+            stack: &self.stack,
         }
-        let t = match b.get(i) {
-            Some(b'L') => {
-                let end = i + b[i..]
-                    .iter()
-                    .position(|&c| c == b';')
-                    .ok_or_else(|| super::classfile::ClassError("bad descriptor".into()))?;
-                i = end;
-                None
-            }
-            Some(b'B' | b'C' | b'S' | b'Z' | b'I') => Some(VType::Integer),
-            Some(b'F') => Some(VType::Float),
-            Some(b'J') => Some(VType::Long),
-            Some(b'D') => Some(VType::Double),
-            _ => return err("bad descriptor"),
-        };
-        i += 1;
-        let is_array = i - start > 1 && b[start] == b'[';
-        locals.push(match (t, is_array) {
-            (Some(t), false) => t,
-            _ => {
-                let name = &desc[start..i];
-                let name = if is_array {
-                    name.to_string()
-                } else {
-                    name[1..name.len() - 1].to_string()
-                };
-                VType::Object(pool.add_class(&name)?)
-            }
-        });
     }
-    Ok(locals)
 }
 
 /// Decodes a StackMapTable attribute into full frames.
-pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Frame>> {
+#[cfg(test)]
+pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Decoded>> {
     let mut r = Reader::new(data);
     let n = r.u2()? as usize;
     let mut frames = Vec::with_capacity(n);
@@ -180,7 +147,7 @@ pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Frame>> {
             _ => return err(format!("reserved stack map frame type {}", t)),
         };
         offset += delta as i64 + 1;
-        frames.push(Frame {
+        frames.push(Decoded {
             offset: offset as usize,
             locals: locals.clone(),
             stack,
@@ -189,40 +156,121 @@ pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Frame>> {
     Ok(frames)
 }
 
-/// Writes `frames` (full locals and stack, in offset order) as a StackMapTable, each frame in
-/// the shortest form the previous one allows: same, same_locals_1_stack_item, chop, append,
-/// or full. `initial` is the implicit frame of the method's descriptor; None when it is not
-/// at hand (a method that had no table), and then the first frame is written in full.
-pub fn encode(frames: &[Frame], initial: Option<&[VType]>) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(2 + 4 * frames.len());
-    put_u2(&mut out, frames.len() as u16);
-    let mut previous: i64 = -1;
-    let mut locals = initial;
-    for f in frames {
-        let delta = f.offset as i64 - previous - 1;
-        if !(0..=0xFFFF).contains(&delta) {
-            return err("stack map frames out of order");
+/// Moves every offset of a StackMapTable by `map` (the frames' own and those of `new`
+/// instructions in Uninitialized types) and appends `extra`, frames at offsets after the last
+/// one. A frame keeps the form it was read in, except that same and same_locals_1_stack_item
+/// take their extended form when the moved delta no longer fits in the type byte (or their
+/// short one when it fits again). Nothing is decoded into locals: the method's parameters,
+/// which the first frame is relative to, do not change.
+pub fn remap(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    map: &dyn Fn(usize) -> Result<usize>,
+    extra: &[Frame],
+) -> Result<()> {
+    let mut r = Reader::new(data);
+    let n = r.u2()?;
+    let Ok(count) = u16::try_from(usize::from(n) + extra.len()) else {
+        return err("too many stack map frames");
+    };
+    put_u2(out, count);
+    let (mut old, mut new) = (-1i64, -1i64);
+    for _ in 0..n {
+        let t = r.u1()?;
+        let delta = match t {
+            0..=63 => i64::from(t),
+            64..=127 => i64::from(t - 64),
+            247..=255 => i64::from(r.u2()?),
+            _ => return err(format!("reserved stack map frame type {}", t)),
+        };
+        old += delta + 1;
+        let at = map(old as usize)? as i64;
+        let moved = new_delta(new, at)?;
+        new = at;
+        match t {
+            0..=63 | 251 => put_delta(out, moved, 0, 251),
+            64..=127 | 247 => {
+                put_delta(out, moved, 64, 247);
+                copy_vtypes(&mut r, out, 1, map)?;
+            }
+            248..=250 => {
+                out.push(t);
+                put_u2(out, moved);
+            }
+            252..=254 => {
+                out.push(t);
+                put_u2(out, moved);
+                copy_vtypes(&mut r, out, usize::from(t - 251), map)?;
+            }
+            _ => {
+                out.push(255);
+                put_u2(out, moved);
+                for _ in 0..2 {
+                    let k = r.u2()?;
+                    put_u2(out, k);
+                    copy_vtypes(&mut r, out, usize::from(k), map)?;
+                }
+            }
         }
-        previous = f.offset as i64;
-        write_frame(&mut out, delta as u16, f, locals);
-        locals = Some(&f.locals);
     }
-    Ok(out)
+    append(out, new, extra)
+}
+
+/// Writes `frames` (full locals and stack, in offset order) as a StackMapTable of a method
+/// that had none: the first frame in full, each later one in the shortest form the one
+/// before it allows (same, same_locals_1_stack_item, chop, append, or full).
+pub fn encode(out: &mut Vec<u8>, frames: &[Frame]) -> Result<()> {
+    put_u2(out, frames.len() as u16);
+    append(out, -1, frames)
+}
+
+/// Writes `frames` after a frame at `previous` (-1: none), the first in full.
+fn append(out: &mut Vec<u8>, mut previous: i64, frames: &[Frame]) -> Result<()> {
+    let mut locals = None;
+    for f in frames {
+        let delta = new_delta(previous, f.offset as i64)?;
+        previous = f.offset as i64;
+        write_frame(out, delta, f, locals);
+        locals = Some(f.locals);
+    }
+    Ok(())
+}
+
+/// The delta of a frame at `at` after one at `previous`.
+fn new_delta(previous: i64, at: i64) -> Result<u16> {
+    u16::try_from(at - previous - 1).or_else(|_| err("stack map frames out of order"))
+}
+
+/// Copies `n` verification types, moving the offset of each Uninitialized one.
+fn copy_vtypes(
+    r: &mut Reader<'_>,
+    out: &mut Vec<u8>,
+    n: usize,
+    map: &dyn Fn(usize) -> Result<usize>,
+) -> Result<()> {
+    for _ in 0..n {
+        let v = match VType::read(r)? {
+            VType::Uninitialized(at) => VType::Uninitialized(map(usize::from(at))? as u16),
+            v => v,
+        };
+        v.write(out);
+    }
+    Ok(())
 }
 
 /// One frame relative to the locals of the frame before it (None: unknown, write it in full).
 fn write_frame(out: &mut Vec<u8>, delta: u16, f: &Frame, before: Option<&[VType]>) {
-    match (before, f.stack.as_slice()) {
-        (Some(before), []) if before == f.locals.as_slice() => put_delta(out, delta, 0, 251),
-        (Some(before), [item]) if before == f.locals.as_slice() => {
+    match (before, f.stack) {
+        (Some(before), []) if before == f.locals => put_delta(out, delta, 0, 251),
+        (Some(before), [item]) if before == f.locals => {
             put_delta(out, delta, 64, 247);
             item.write(out);
         }
-        (Some(before), []) if without_last_few(before, &f.locals) => {
+        (Some(before), []) if without_last_few(before, f.locals) => {
             out.push((251 - (before.len() - f.locals.len())) as u8);
             put_u2(out, delta);
         }
-        (Some(before), []) if without_last_few(&f.locals, before) => {
+        (Some(before), []) if without_last_few(f.locals, before) => {
             out.push((251 + (f.locals.len() - before.len())) as u8);
             put_u2(out, delta);
             for v in &f.locals[before.len()..] {
@@ -233,11 +281,11 @@ fn write_frame(out: &mut Vec<u8>, delta: u16, f: &Frame, before: Option<&[VType]
             out.push(255);
             put_u2(out, delta);
             put_u2(out, f.locals.len() as u16);
-            for v in &f.locals {
+            for v in f.locals {
                 v.write(out);
             }
             put_u2(out, f.stack.len() as u16);
-            for v in &f.stack {
+            for v in f.stack {
                 v.write(out);
             }
         }
@@ -267,28 +315,107 @@ fn without_last_few(longer: &[VType], shorter: &[VType]) -> bool {
 mod tests {
     use super::*;
 
+    /// same(3); append(+Integer) delta 2; same_locals_1(Null) delta 5; chop 1 delta 0;
+    /// full [this, Uninitialized(13)] stack [Uninitialized(13)] delta 1.
+    #[rustfmt::skip]
+    const TABLE: [u8; 28] = [
+        0, 5,
+        3,
+        252, 0, 2, 1,
+        64 + 5, 5,
+        250, 0, 0,
+        255, 0, 1, 0, 2, 7, 0, 9, 8, 0, 13, 0, 1, 8, 0, 13,
+    ];
+
+    fn remapped(
+        data: &[u8],
+        map: &dyn Fn(usize) -> Result<usize>,
+        extra: &[Frame],
+    ) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        remap(&mut out, data, map, extra)?;
+        Ok(out)
+    }
+
     #[test]
-    fn compact_frames_decode_to_full_ones_and_round_trip() {
-        // same(3); append(+Integer) delta 2; same_locals_1(Long)? use Null; chop 1 delta 0.
-        let data = [0u8, 4, 3, 252, 0, 2, 1, 64 + 5, 5, 250, 0, 0];
-        let initial = [VType::Object(9)];
-        let frames = decode(&data, &initial).unwrap();
+    fn a_table_decodes_to_full_frames() {
+        let table = TABLE;
+        let frames = decode(&table, &[VType::Object(9)]).unwrap();
         let offsets: Vec<usize> = frames.iter().map(|f| f.offset).collect();
-        assert_eq!(offsets, [3, 6, 12, 13]);
+        assert_eq!(offsets, [3, 6, 12, 13, 15]);
         assert_eq!(frames[1].locals, [VType::Object(9), VType::Integer]);
         assert_eq!(frames[2].stack, [VType::Null]);
         assert_eq!(frames[3].locals, [VType::Object(9)]);
-        let compact = encode(&frames, Some(&initial)).unwrap();
+        assert_eq!(frames[4].stack, [VType::Uninitialized(13)]);
+    }
+
+    #[test]
+    fn remapped_frames_keep_their_form_and_move_every_offset() {
+        let table = TABLE;
         assert_eq!(
-            compact, data,
-            "the shortest form of each frame is the one it was read in"
+            remapped(&table, &|at| Ok(at), &[]).unwrap(),
+            table,
+            "unmoved, a table is written back byte for byte"
         );
-        assert_eq!(decode(&compact, &initial).unwrap(), frames);
-        let full = encode(&frames, None).unwrap();
+        // Everything moves by 10, and by 100 more from offset 12 on: the same_locals_1 frame
+        // at 12 (delta 5 -> 105) takes its extended form, and so would a same frame.
+        let map = |at: usize| Ok(at + 10 + if at >= 12 { 100 } else { 0 });
+        let moved = remapped(&table, &map, &[]).unwrap();
+        let initial = [VType::Object(9)];
+        let expected: Vec<Decoded> = decode(&table, &initial)
+            .unwrap()
+            .into_iter()
+            .map(|mut f| {
+                f.offset = map(f.offset).unwrap();
+                for v in f.locals.iter_mut().chain(f.stack.iter_mut()) {
+                    if let VType::Uninitialized(at) = v {
+                        *at = map(usize::from(*at)).unwrap() as u16;
+                    }
+                }
+                f
+            })
+            .collect();
+        assert_eq!(decode(&moved, &initial).unwrap(), expected);
+        assert_eq!(moved[2], 3 + 10, "same frame, delta still in the type byte");
+        assert_eq!(moved[7], 247, "same_locals_1_stack_item, now extended");
         assert_eq!(
-            full[2], 255,
-            "a first frame with no initial frame to go by is written in full"
+            decode(&remapped(&moved, &|at| Ok(at), &[]).unwrap(), &initial).unwrap(),
+            expected
         );
-        assert_eq!(decode(&full, &initial).unwrap(), frames);
+        assert!(
+            remapped(&table, &|at| Ok(20 - at.min(20)), &[]).is_err(),
+            "frames moved out of order are refused"
+        );
+    }
+
+    #[test]
+    fn frames_added_after_a_table_start_in_full() {
+        let extra = [
+            Frame {
+                offset: 40,
+                locals: &[],
+                stack: &[VType::Object(4)],
+            },
+            Frame {
+                offset: 50,
+                locals: &[],
+                stack: &[],
+            },
+        ];
+        let initial = [VType::Object(9)];
+        let table = TABLE;
+        let with = remapped(&table, &|at| Ok(at), &extra).unwrap();
+        assert_eq!(with[..2], [0, 7]);
+        assert_eq!(with[TABLE.len()], 255, "the first added frame in full");
+        assert_eq!(with[with.len() - 1], 50 - 40 - 1, "then a same frame");
+        let frames = decode(&with, &initial).unwrap();
+        let added: Vec<Frame> = frames[5..].iter().map(Decoded::frame).collect();
+        assert_eq!(added, extra);
+        let mut alone = Vec::new();
+        encode(&mut alone, &extra).unwrap();
+        assert_eq!(alone[2], 255);
+        let frames = decode(&alone, &initial).unwrap();
+        let alone: Vec<Frame> = frames.iter().map(Decoded::frame).collect();
+        assert_eq!(alone, extra);
     }
 }
