@@ -3,9 +3,11 @@
 //! writer thread through [`Symbols`]. Readers never wait on a JVM call: the describing work
 //! (in `classes.rs`) happens outside the lock, and only the insertion takes it.
 
+use jlive_writer::keyhash::KeyHasher;
 use jlive_writer::record::*;
 use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use std::sync::Arc;
 pub struct Registry {
     classes: RwLock<HashMap<ClassKey, Arc<ClassInfo>>>,
     by_name: RwLock<HashMap<String, ClassKey>>,
-    methods: RwLock<HashMap<MethodKey, MethodRef>>,
+    methods: RwLock<HashMap<MethodKey, MethodRef, BuildHasherDefault<KeyHasher>>>,
     threads: RwLock<HashMap<ThreadKey, ThreadInfo>>,
     next_class: AtomicU32,
     /// Texts of user events recorded on threads, until the writer takes them.
@@ -44,7 +46,9 @@ impl Registry {
 
     /// Stores (or replaces) a class and its methods' keys, in method order.
     pub fn put_class(&self, key: ClassKey, info: ClassInfo, method_keys: &[MethodKey]) {
-        {
+        // Under capture=bci records carry bci keys (the `bci` table): jmethodIDs are not
+        // looked up.
+        if !self.uses_bci.load(Ordering::Relaxed) {
             let mut methods = self.methods.write();
             for (index, &m) in method_keys.iter().enumerate() {
                 methods.insert(

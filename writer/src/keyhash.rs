@@ -2,9 +2,9 @@
 
 use std::hash::Hasher;
 
-/// Hashes integer keys with one multiply: the session's tables (method keys are pointers,
-/// class and thread keys serials) and the rewriter's constant-pool index (keys that are
-/// already hashes). None of them needs protection from crafted collisions.
+/// Hashes integer keys with one multiply: the session's tables and the agent's registry
+/// (method keys are pointers, class and thread keys serials). None of them needs protection
+/// from crafted collisions.
 #[derive(Default, Clone, Copy, Debug)]
 pub struct KeyHasher(u64);
 
