@@ -92,7 +92,7 @@ pub struct ConstantPool<'a> {
 }
 
 impl Constant<'_> {
-    /// Its size in a class file (modified UTF-8 can be a few bytes longer).
+    /// Its size in a class file.
     fn size_hint(&self) -> usize {
         match self {
             Constant::Utf8(s) => 3 + s.len(),

@@ -945,6 +945,37 @@ mod tests {
     }
 
     #[test]
+    fn modified_utf8_names_pass_through_as_they_were() {
+        // class C { static void m\0😀() {} }, assembled by hand: the name holds NUL (C0 80) and a
+        // supplementary character (a surrogate pair, 6 bytes), which plain UTF-8 has otherwise.
+        let name = b"m\xC0\x80\xED\xA0\xBD\xED\xB8\x80";
+        let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 8];
+        for utf8 in [&b"C"[..], b"java/lang/Object", name, b"()V"] {
+            class.push(1);
+            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
+            class.extend_from_slice(utf8);
+        }
+        class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class C, #6 Class Object
+        class.extend_from_slice(&[1, 0, 4, b'C', b'o', b'd', b'e']); // #7 "Code"
+        class.extend_from_slice(&[0x00, 0x21, 0, 5, 0, 6, 0, 0, 0, 0]); // no interfaces, fields
+        class.extend_from_slice(&[0, 1, 0x00, 0x09, 0, 3, 0, 4, 0, 1]); // static m, one attribute
+        class.extend_from_slice(&[0, 7, 0, 0, 0, 13]); // Code, 13 bytes:
+        class.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, code::RETURN, 0, 0, 0, 0]); // return
+        class.extend_from_slice(&[0, 0]);
+        let out = instrument(&class, 0, Weave::default()).unwrap();
+        assert_eq!(out.instrumented, 1);
+        let cf = ClassFile::parse(&out.bytes).unwrap();
+        let m = &cf.methods[0];
+        assert_eq!(
+            cf.pool.utf8(m.name).unwrap(),
+            name,
+            "the name's bytes as they were"
+        );
+        assert_eq!(cf.pool.text(m.name).unwrap(), "m\0\u{1F600}");
+        assert!(cf.pool.is_utf8(m.attributes[0].name, b"Code"));
+    }
+
+    #[test]
     fn padding_lifts_every_short_method_past_the_inlining_limit() {
         for len in 0..=INLINE_LIMIT + 8 {
             // A method body of `nop`s ending in `return`.
