@@ -528,19 +528,36 @@ impl<'a> Code<'a> {
 
     pub fn write(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.code.len() + 64);
-        put_u2(&mut out, self.max_stack);
-        put_u2(&mut out, self.max_locals);
-        put_u4(&mut out, self.code.len() as u32);
-        out.extend_from_slice(&self.code);
-        put_u2(&mut out, self.handlers.len() as u16);
-        for h in &self.handlers {
-            put_u2(&mut out, h.start);
-            put_u2(&mut out, h.end);
-            put_u2(&mut out, h.handler);
-            put_u2(&mut out, h.catch_type);
-        }
+        write_code_start(
+            &mut out,
+            self.max_stack,
+            self.max_locals,
+            &self.code,
+            &self.handlers,
+        );
         write_attributes(&mut out, &self.attributes);
         out
+    }
+}
+
+/// A Code attribute's body up to its attributes: max_stack, max_locals, the code and the
+/// exception table.
+pub fn write_code_start(
+    out: &mut Vec<u8>,
+    max_stack: u16,
+    max_locals: u16,
+    code: &[u8],
+    handlers: &[Handler],
+) {
+    put_u2(out, max_stack);
+    put_u2(out, max_locals);
+    put_u4(out, code.len() as u32);
+    out.extend_from_slice(code);
+    put_u2(out, handlers.len() as u16);
+    for h in handlers {
+        for v in [h.start, h.end, h.handler, h.catch_type] {
+            put_u2(out, v);
+        }
     }
 }
 

@@ -118,7 +118,13 @@ pub fn length(code: &[u8], pc: usize) -> Result<usize> {
     }
 }
 
-/// Every instruction of a method's code, in order.
+/// Where an old code offset lands in the rewritten code (an error for an offset inside an
+/// instruction).
+pub type OffsetMap<'a> = dyn Fn(usize) -> Result<usize> + 'a;
+
+/// Every instruction of a method's code, in order (the tests' way; the rewriter reuses a
+/// vector with [`decode_into`]).
+#[cfg(test)]
 pub fn decode(code: &[u8]) -> Result<Vec<Insn>> {
     let mut v = Vec::new();
     decode_into(code, &mut v)?;
@@ -145,7 +151,8 @@ pub fn decode_into(code: &[u8], v: &mut Vec<Insn>) -> Result<()> {
     Ok(())
 }
 
-/// Absolute branch targets of an instruction (switch: default first).
+/// Absolute branch targets of an instruction (switch: default first), for the tests.
+#[cfg(test)]
 pub fn targets(code: &[u8], i: &Insn) -> Result<Vec<usize>> {
     let mut t = Vec::new();
     each_target(code, i, |target| {

@@ -29,9 +29,9 @@
 //! a wrapper with the original name, flags and index calls them between entry and exit.
 
 use super::classfile::{
-    err, put_u2, put_u4, ClassFile, Code, ConstantPool, Handler, Reader, Result,
+    err, put_u2, put_u4, write_code_start, ClassFile, Code, ConstantPool, Handler, Reader, Result,
 };
-use super::code::{self, analyze, Analysis, Insn};
+use super::code::{self, analyze, Analysis, Insn, OffsetMap};
 use super::stackmap::{self, Frame, VType};
 
 /// The class that holds the trampolines; in java.lang so that every module can read it.
@@ -710,16 +710,8 @@ fn rewrite(
     // The new Code attribute, written once: header, code, exception table, tables.
     let tables: usize = code.attributes.iter().map(|a| 6 + a.data.len()).sum();
     let mut new = Vec::with_capacity(16 + out.len() + 8 * handlers.len() + tables + 64);
-    put_u2(&mut new, code.max_stack.saturating_add(2).max(2));
-    put_u2(&mut new, code.max_locals);
-    put_u4(&mut new, out.len() as u32);
-    new.extend_from_slice(out);
-    put_u2(&mut new, handlers.len() as u16);
-    for h in &handlers {
-        for v in [h.start, h.end, h.handler, h.catch_type] {
-            put_u2(&mut new, v);
-        }
-    }
+    let max_stack = code.max_stack.saturating_add(2).max(2);
+    write_code_start(&mut new, max_stack, code.max_locals, out, &handlers);
     let count_at = new.len();
     put_u2(&mut new, 0);
     let mut count = 0u16;
@@ -775,13 +767,7 @@ enum Table {
 }
 
 /// Writes one instruction at `at` with its branch offsets moved.
-fn emit(
-    out: &mut Vec<u8>,
-    code: &[u8],
-    i: &Insn,
-    at: usize,
-    map: &dyn Fn(usize) -> Result<usize>,
-) -> Result<()> {
+fn emit(out: &mut Vec<u8>, code: &[u8], i: &Insn, at: usize, map: &OffsetMap) -> Result<()> {
     debug_assert_eq!(out.len(), at);
     let rel = |target: usize| -> Result<i64> { Ok(map(target)? as i64 - at as i64) };
     match i.op {
@@ -829,11 +815,7 @@ fn emit(
 }
 
 /// Copies a LineNumberTable with its offsets moved.
-fn line_numbers(
-    out: &mut Vec<u8>,
-    data: &[u8],
-    map: &dyn Fn(usize) -> Result<usize>,
-) -> Result<()> {
+fn line_numbers(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap) -> Result<()> {
     let mut r = Reader::new(data);
     let n = r.u2()?;
     put_u2(out, n);
@@ -847,11 +829,7 @@ fn line_numbers(
 }
 
 /// Copies a LocalVariable(Type)Table with its ranges moved.
-fn local_variables(
-    out: &mut Vec<u8>,
-    data: &[u8],
-    map: &dyn Fn(usize) -> Result<usize>,
-) -> Result<()> {
+fn local_variables(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap) -> Result<()> {
     let mut r = Reader::new(data);
     let n = r.u2()?;
     put_u2(out, n);

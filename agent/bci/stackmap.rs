@@ -17,6 +17,7 @@
 //! ```
 
 use super::classfile::{err, put_u2, Reader, Result};
+use super::code::OffsetMap;
 
 /// A verification type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,12 +163,7 @@ pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Decoded>> {
 /// take their extended form when the moved delta no longer fits in the type byte (or their
 /// short one when it fits again). Nothing is decoded into locals: the method's parameters,
 /// which the first frame is relative to, do not change.
-pub fn remap(
-    out: &mut Vec<u8>,
-    data: &[u8],
-    map: &dyn Fn(usize) -> Result<usize>,
-    extra: &[Frame],
-) -> Result<()> {
+pub fn remap(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap, extra: &[Frame]) -> Result<()> {
     let mut r = Reader::new(data);
     let n = r.u2()?;
     let Ok(count) = u16::try_from(usize::from(n) + extra.len()) else {
@@ -242,12 +238,7 @@ fn new_delta(previous: i64, at: i64) -> Result<u16> {
 }
 
 /// Copies `n` verification types, moving the offset of each Uninitialized one.
-fn copy_vtypes(
-    r: &mut Reader<'_>,
-    out: &mut Vec<u8>,
-    n: usize,
-    map: &dyn Fn(usize) -> Result<usize>,
-) -> Result<()> {
+fn copy_vtypes(r: &mut Reader<'_>, out: &mut Vec<u8>, n: usize, map: &OffsetMap) -> Result<()> {
     for _ in 0..n {
         let v = match VType::read(r)? {
             VType::Uninitialized(at) => VType::Uninitialized(map(usize::from(at))? as u16),
@@ -327,11 +318,7 @@ mod tests {
         255, 0, 1, 0, 2, 7, 0, 9, 8, 0, 13, 0, 1, 8, 0, 13,
     ];
 
-    fn remapped(
-        data: &[u8],
-        map: &dyn Fn(usize) -> Result<usize>,
-        extra: &[Frame],
-    ) -> Result<Vec<u8>> {
+    fn remapped(data: &[u8], map: &OffsetMap, extra: &[Frame]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         remap(&mut out, data, map, extra)?;
         Ok(out)

@@ -192,6 +192,19 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// The records held in `slots` (one-slot records carrying `overhead`), in order, up to the
+    /// first slot that is not a record.
+    pub fn records(slots: &[Slot], overhead: u32) -> impl Iterator<Item = Record> + '_ {
+        let mut rest = slots;
+        std::iter::from_fn(move || {
+            let (r, width) = Slot::decode(rest, overhead)?;
+            rest = &rest[width..];
+            Some(r)
+        })
+    }
+}
+
 /// A run of one thread's records, in the order the thread recorded them.
 #[derive(Debug, Default)]
 pub struct Batch {
@@ -217,12 +230,7 @@ impl Batch {
 
     /// The records, in order.
     pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
-        let mut rest = &self.slots[..];
-        std::iter::from_fn(move || {
-            let (r, width) = Slot::decode(rest, self.overhead)?;
-            rest = &rest[width..];
-            Some(r)
-        })
+        Slot::records(&self.slots, self.overhead)
     }
 }
 

@@ -774,9 +774,7 @@ impl<W: Write + Seek> Session<W> {
 /// entry: the first one at the same call depth, before the constructor exits.
 fn bound_receiver(key: MethodKey, rest: &[Slot], overhead: u32) -> Option<Record> {
     let mut depth = 0usize;
-    let mut rest = rest;
-    while let Some((r, width)) = Slot::decode(rest, overhead) {
-        rest = &rest[width..];
+    for r in Slot::records(rest, overhead) {
         match r.kind {
             RecordKind::MethodEntry => depth += 1,
             RecordKind::MethodExit if depth == 0 => return None,
