@@ -597,3 +597,51 @@ fn the_control_thread_detaches_before_the_jvm_exits() {
         );
     }
 }
+
+/// Field 19 of /proc/PID/task/TID/stat: the thread's nice value (the fields after the command
+/// name, which may hold spaces, are counted from its closing parenthesis).
+fn nice_of(task: &Path) -> i32 {
+    let stat = std::fs::read_to_string(task.join("stat")).expect("read a task's stat");
+    let after = &stat[stat.rfind(')').expect("a stat line") + 2..];
+    after.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
+/// The writer yields to the JVM's own threads: its nice value is 5 above the JVM's main
+/// thread's (capped at 19), every other thread keeps the JVM's.
+#[test]
+fn the_writer_thread_runs_at_a_lower_priority_than_the_jvm() {
+    let jdk = &jdks()[0];
+    let dir = scratch("nice");
+    let jvm = Driven::start(
+        jdk,
+        &format!("start=paused,file={}", dir.join("t.trc").display()),
+        "Phases",
+    );
+    let tasks = PathBuf::from(format!("/proc/{}/task", jvm.child.id()));
+    let mut by_name: HashMap<String, Vec<i32>> = HashMap::new();
+    for task in std::fs::read_dir(&tasks).unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        by_name
+            .entry(comm.trim().to_string())
+            .or_default()
+            .push(nice_of(&task.path()));
+    }
+    jvm.quit();
+    let jvm_nice = by_name["java"][0];
+    assert_eq!(
+        by_name.get("jlive-writer").map(|v| v.as_slice()),
+        Some(&[(jvm_nice + 5).min(19)][..]),
+        "threads and nice values: {:?}",
+        by_name
+    );
+    for (name, nices) in &by_name {
+        if name != "jlive-writer" {
+            assert!(
+                nices.iter().all(|&n| n == jvm_nice),
+                "{}: {:?}",
+                name,
+                nices
+            );
+        }
+    }
+}

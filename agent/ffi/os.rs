@@ -1,6 +1,17 @@
-//! The few operating-system calls the control socket needs, behind safe signatures.
+//! The few operating-system calls the control socket and the writer thread need, behind safe
+//! signatures.
 
 use std::os::fd::RawFd;
+
+/// Lowers the calling thread's scheduling priority by `steps` nice levels (at most to 19). On
+/// Linux nice(2) changes the calling thread only, not the process; raising a nice value needs
+/// no privilege, so this cannot fail in a way worth reporting.
+pub fn lower_thread_priority(steps: i32) {
+    // SAFETY: nice has no memory preconditions; it only changes the calling thread's nice value.
+    unsafe {
+        libc::nice(steps);
+    }
+}
 
 /// The effective user ID of this process.
 pub fn euid() -> u32 {
