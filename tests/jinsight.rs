@@ -62,6 +62,25 @@ macro_rules! capture_tests {
             }
         }
 
+        /// String and Integer are loaded before the agent's VM init: capture=bci instruments
+        /// them by retransforming them there (on two threads), capture=events sees them as any.
+        #[test]
+        fn methods_of_classes_loaded_before_vm_init_are_traced() {
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Early"]);
+                assert_eq!(run.stdout.trim(), "digits 2890", "{}", jdk.name);
+                for callee in ["java/lang/Integer.toString", "java/lang/String.length"] {
+                    assert_eq!(
+                        calls_from(&trace, "Early.main", callee),
+                        (1000, 1000),
+                        "{}: {}",
+                        jdk.name,
+                        callee
+                    );
+                }
+            }
+        }
+
         #[test]
         fn fib20_enters_and_leaves_21891_times_on_main() {
             for jdk in jdks() {

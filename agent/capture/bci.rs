@@ -31,7 +31,7 @@ use jlive_writer::record::{
 };
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 /// The trampoline class, compiled by build.rs.
 const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
@@ -453,7 +453,7 @@ pub fn link_prepared(
 }
 
 /// VMInit: retransforms every loaded class the hook has not instrumented yet.
-pub fn retransform_loaded(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) {
+pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     let classes = Classes {
         jvmti,
         jni,
@@ -483,22 +483,69 @@ pub fn retransform_loaded(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         todo.push(class);
     }
     let started = std::time::Instant::now();
-    for chunk in todo.chunks(64) {
-        if jvmti.retransform_classes(chunk).is_err() {
-            for &class in chunk {
-                if let Err(e) = jvmti.retransform_classes(&[class]) {
-                    let name = jvmti.class_signature(class).unwrap_or_default();
-                    log::info(&format!("cannot retransform {}: {}", name, e));
-                }
+    let work = jni.global_classes(&todo);
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        // A second thread takes chunks as well: at VM init the JIT's threads are still idle,
+        // and most of a retransformation (this hook, HotSpot parsing and merging the new
+        // versions) runs in the calling thread, before the safepoint. HotSpot lets threads
+        // redefine disjoint sets of classes at the same time.
+        let helper = std::thread::Builder::new()
+            .name("jlive-retransform".into())
+            .spawn_scoped(s, || {
+                crate::buffer::mark_agent_thread();
+                p.vm.attach_daemon(c"jlive retransform")?;
+                let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    retransform_chunks(jvmti, work.as_slice(), &next)
+                }));
+                p.vm.detach_current();
+                taken.ok()
+            });
+        let mine = retransform_chunks(jvmti, work.as_slice(), &next);
+        let theirs = helper.ok().and_then(|h| h.join().ok().flatten());
+        log::info(&format!(
+            "retransformed {} classes loaded before VM init in {:?} ({} chunks on VM init's thread, {} on a second); {} with nothing to trace left as they were",
+            todo.len(),
+            started.elapsed(),
+            mine,
+            theirs.map_or("none".to_string(), |n| n.to_string()),
+            left
+        ));
+    });
+    jni.release(work);
+}
+
+/// Classes retransformed in one JVMTI call (one VM operation).
+const RETRANSFORM_CHUNK: usize = 32;
+
+/// Retransforms the chunks of `classes` that no other thread has taken (`next` counts them
+/// out) and answers how many it took; a chunk that fails is retried class by class, and the
+/// classes that still fail are logged.
+fn retransform_chunks(jvmti: Jvmti, classes: &[jclass], next: &AtomicUsize) -> usize {
+    let mut taken = 0;
+    while let Some(range) = take_chunk(classes.len(), next) {
+        taken += 1;
+        let chunk = &classes[range];
+        if jvmti.retransform_classes(chunk).is_ok() {
+            continue;
+        }
+        for &class in chunk {
+            if let Err(e) = jvmti.retransform_classes(&[class]) {
+                let name = jvmti.class_signature(class).unwrap_or_default();
+                log::info(&format!("cannot retransform {}: {}", name, e));
             }
         }
     }
-    log::info(&format!(
-        "retransformed {} classes loaded before VM init in {:?}; {} with nothing to trace left as they were",
-        todo.len(),
-        started.elapsed(),
-        left
-    ));
+    taken
+}
+
+/// The next [`RETRANSFORM_CHUNK`] of `len` items that no thread has taken (`next` counts the
+/// chunks out), None once all are.
+fn take_chunk(len: usize, next: &AtomicUsize) -> Option<std::ops::Range<usize>> {
+    let from = next
+        .fetch_add(1, Ordering::Relaxed)
+        .checked_mul(RETRANSFORM_CHUNK)?;
+    (from < len).then(|| from..(from + RETRANSFORM_CHUNK).min(len))
 }
 
 /// Some(number of native methods) when no method of `class` has code: only abstract and
@@ -520,4 +567,40 @@ fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
         }
     }
     Some(natives)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{take_chunk, RETRANSFORM_CHUNK};
+    use std::sync::atomic::AtomicUsize;
+
+    /// Two threads taking chunks between them retransform every class once.
+    #[test]
+    fn two_threads_take_every_chunk_once() {
+        for len in [
+            0,
+            1,
+            RETRANSFORM_CHUNK - 1,
+            RETRANSFORM_CHUNK,
+            RETRANSFORM_CHUNK + 1,
+            1000,
+        ] {
+            let next = AtomicUsize::new(0);
+            let taken: Vec<Vec<std::ops::Range<usize>>> = std::thread::scope(|s| {
+                let workers: Vec<_> = (0..2)
+                    .map(|_| s.spawn(|| std::iter::from_fn(|| take_chunk(len, &next)).collect()))
+                    .collect();
+                workers.into_iter().map(|w| w.join().unwrap()).collect()
+            });
+            let mut seen = vec![0u32; len];
+            for range in taken.iter().flatten() {
+                assert!(range.len() <= RETRANSFORM_CHUNK && !range.is_empty());
+                for i in range.clone() {
+                    seen[i] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "len {}: {:?}", len, seen);
+            assert_eq!(take_chunk(len, &next), None, "nothing left after");
+        }
+    }
 }

@@ -209,12 +209,57 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// Global references to `classes`, for another attached thread to use.
+    pub fn global_classes(&self, classes: &[jclass]) -> GlobalClasses {
+        let mut refs = Vec::with_capacity(classes.len());
+        for &class in classes {
+            // SAFETY: env is the current thread's JNIEnv; class is a live reference.
+            let g = unsafe {
+                (**self.env)
+                    .NewGlobalRef
+                    .map_or(ptr::null_mut(), |f| f(self.env, class))
+            };
+            if !g.is_null() {
+                refs.push(g);
+            }
+        }
+        GlobalClasses(refs)
+    }
+
+    /// Deletes the global references (on any attached thread: this one).
+    pub fn release(&self, classes: GlobalClasses) {
+        for class in classes.0 {
+            // SAFETY: each is a global reference made by `global_classes` and deleted once.
+            unsafe {
+                if let Some(delete) = (**self.env).DeleteGlobalRef {
+                    delete(self.env, class);
+                }
+            }
+        }
+    }
+
     /// Opens a local reference frame that is popped when the guard drops.
     pub fn local_frame(&self, capacity: jint) -> Option<LocalFrame<'cb>> {
         // SAFETY: env is valid; PushLocalFrame only reserves capacity.
         let rc = unsafe { ((**self.env).PushLocalFrame?)(self.env, capacity) };
         self.clear_exception();
         (rc == 0).then_some(LocalFrame { jni: *self })
+    }
+}
+
+/// Global references to classes, made by [`Jni::global_classes`] and deleted by
+/// [`Jni::release`] (dropped otherwise, they stay: a leak of a few handles, never a dangling one).
+pub struct GlobalClasses(Vec<jclass>);
+
+// SAFETY: global references are valid on every thread attached to the JVM, and only the JVM
+// dereferences them.
+unsafe impl Send for GlobalClasses {}
+// SAFETY: as above; they are only read.
+unsafe impl Sync for GlobalClasses {}
+
+impl GlobalClasses {
+    pub fn as_slice(&self) -> &[jclass] {
+        &self.0
     }
 }
 

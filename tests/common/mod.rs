@@ -230,6 +230,37 @@ pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
     out
 }
 
+/// (entries, leaves) of `callee` called directly by `caller` (names as in [`calls`]), on any
+/// thread: counts that hold whatever else the JVM calls the callee for.
+pub fn calls_from(trace: &Trace, caller: &str, callee: &str) -> (u64, u64) {
+    let mut out = (0, 0);
+    let mut stacks: HashMap<u32, Vec<(String, bool)>> = HashMap::new();
+    for (_, e) in &trace.events {
+        match e {
+            Event::BeginBurst { .. } => stacks.clear(),
+            Event::MethodEnter {
+                thread,
+                class,
+                method,
+                ..
+            } => {
+                let name = trace.method_name(*class, *method);
+                let stack = stacks.entry(*thread).or_default();
+                let counted = name == callee && stack.last().is_some_and(|(c, _)| c == caller);
+                out.0 += u64::from(counted);
+                stack.push((name, counted));
+            }
+            Event::MethodLeave { thread, .. } => {
+                if let Some((_, counted)) = stacks.entry(*thread).or_default().pop() {
+                    out.1 += u64::from(counted);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// (entries, leaves) of a method summed over all threads.
 pub fn total(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> (u64, u64) {
     calls
