@@ -201,10 +201,10 @@ pub fn read_trace(file: &Path) -> Trace {
     Trace::decode(&data).expect("decode")
 }
 
-/// Per method name (`pkg/Class.method`) and thread ID: (entries, leaves), pairing each
-/// METHOD_LEAVE with its entry through a per-thread stack.
-pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
-    let mut out: HashMap<(String, u32), (u64, u64)> = HashMap::new();
+/// Walks the method entries and leaves of `trace`, pairing each METHOD_LEAVE with its entry
+/// through a per-thread stack: `visit(thread, caller, method, left)` at the entry (`left`
+/// false) and again at the leave (`left` true); `caller` is the frame below, if traced.
+fn walk_calls(trace: &Trace, mut visit: impl FnMut(u32, Option<&str>, &str, bool)) {
     let mut stacks: HashMap<u32, Vec<String>> = HashMap::new();
     for (_, e) in &trace.events {
         match e {
@@ -216,17 +216,35 @@ pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
                 ..
             } => {
                 let name = trace.method_name(*class, *method);
-                out.entry((name.clone(), *thread)).or_default().0 += 1;
-                stacks.entry(*thread).or_default().push(name);
+                let stack = stacks.entry(*thread).or_default();
+                visit(*thread, stack.last().map(String::as_str), &name, false);
+                stack.push(name);
             }
             Event::MethodLeave { thread, .. } => {
-                if let Some(name) = stacks.entry(*thread).or_default().pop() {
-                    out.entry((name, *thread)).or_default().1 += 1;
+                let stack = stacks.entry(*thread).or_default();
+                if let Some(name) = stack.pop() {
+                    visit(*thread, stack.last().map(String::as_str), &name, true);
                 }
             }
             _ => {}
         }
     }
+}
+
+fn count(slot: &mut (u64, u64), left: bool) {
+    if left {
+        slot.1 += 1;
+    } else {
+        slot.0 += 1;
+    }
+}
+
+/// Per method name (`pkg/Class.method`) and thread ID: (entries, leaves).
+pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
+    let mut out: HashMap<(String, u32), (u64, u64)> = HashMap::new();
+    walk_calls(trace, |thread, _, method, left| {
+        count(out.entry((method.to_string(), thread)).or_default(), left)
+    });
     out
 }
 
@@ -234,30 +252,11 @@ pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
 /// thread: counts that hold whatever else the JVM calls the callee for.
 pub fn calls_from(trace: &Trace, caller: &str, callee: &str) -> (u64, u64) {
     let mut out = (0, 0);
-    let mut stacks: HashMap<u32, Vec<(String, bool)>> = HashMap::new();
-    for (_, e) in &trace.events {
-        match e {
-            Event::BeginBurst { .. } => stacks.clear(),
-            Event::MethodEnter {
-                thread,
-                class,
-                method,
-                ..
-            } => {
-                let name = trace.method_name(*class, *method);
-                let stack = stacks.entry(*thread).or_default();
-                let counted = name == callee && stack.last().is_some_and(|(c, _)| c == caller);
-                out.0 += u64::from(counted);
-                stack.push((name, counted));
-            }
-            Event::MethodLeave { thread, .. } => {
-                if let Some((_, counted)) = stacks.entry(*thread).or_default().pop() {
-                    out.1 += u64::from(counted);
-                }
-            }
-            _ => {}
+    walk_calls(trace, |_, from, method, left| {
+        if method == callee && from == Some(caller) {
+            count(&mut out, left);
         }
-    }
+    });
     out
 }
 
