@@ -358,13 +358,21 @@ impl Profiler {
             jni,
             registry: &self.registry,
         };
-        for class in jvmti.loaded_classes().unwrap_or_default() {
-            let status = jvmti.class_status(class).unwrap_or(0);
-            if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
-                && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
-            {
-                classes.key(class);
-                javaapi::bind_if_api(jvmti, jni, class);
+        {
+            // The loaded classes' local references go with this frame, before HotSpot runs
+            // callbacks inside this one (class loads): -Xcheck:jni counts the references of
+            // the frames below a callback's own.
+            let _frame = jni.local_frame(16);
+            let loaded = jvmti.loaded_classes().unwrap_or_default();
+            jni.ensure_local_capacity(loaded.len());
+            for class in loaded {
+                let status = jvmti.class_status(class).unwrap_or(0);
+                if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
+                    && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
+                {
+                    classes.key(class);
+                    javaapi::bind_if_api(jvmti, jni, class);
+                }
             }
         }
         log::info(&format!(

@@ -81,6 +81,37 @@ macro_rules! capture_tests {
             }
         }
 
+        /// -Xcheck:jni has nothing to say about the agent. (The local references of every
+        /// loaded class, held by VM init's callback while HotSpot ran class-load callbacks
+        /// inside it, drew a warning from every JNI call those made.) capture=events with
+        /// objects=on is left out: its MethodEntry callback's JNI calls are counted against
+        /// the references of the native frames below it (Class.forName0's), a warning HotSpot
+        /// gives whatever the callback does.
+        #[test]
+        fn checked_jni_has_nothing_to_say() {
+            let mut options = vec![CAPTURE.to_string()];
+            if CAPTURE == "capture=bci" {
+                options.push(format!("{},objects=on,alloc=on", CAPTURE));
+            }
+            for jdk in jdks() {
+                for o in &options {
+                    // HotSpot prints its warnings on stdout, which `traced` compares with a
+                    // run without the agent.
+                    let (run, trace) = traced(&jdk, o, &["-Xcheck:jni", "Workers", "3"]);
+                    for text in [&run.stdout, &run.stderr] {
+                        assert!(
+                            !text.contains("WARNING") && !text.contains("FATAL"),
+                            "{} {}: {}",
+                            jdk.name,
+                            o,
+                            text
+                        );
+                    }
+                    assert!(count(&trace, "METHOD_ENTER") > 0, "{} {}", jdk.name, o);
+                }
+            }
+        }
+
         #[test]
         fn fib20_enters_and_leaves_21891_times_on_main() {
             for jdk in jdks() {

@@ -21,7 +21,7 @@ use crate::buffer::Hub;
 use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
 use crate::clock;
-use crate::ffi::jni::Jni;
+use crate::ffi::jni::{GlobalClasses, Jni};
 use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::options::Methods;
@@ -454,36 +454,8 @@ pub fn link_prepared(
 
 /// VMInit: retransforms every loaded class the hook has not instrumented yet.
 pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
-    let classes = Classes {
-        jvmti,
-        jni,
-        registry: &p.registry,
-    };
-    let mut todo = Vec::new();
-    let mut left = 0;
-    for class in jvmti.loaded_classes().unwrap_or_default() {
-        let Ok(signature) = jvmti.class_signature(class) else {
-            continue;
-        };
-        let name = crate::classes::internal_name(&signature);
-        if signature.starts_with('[') || excluded(&name) || !p.filter.traces(&name) {
-            continue;
-        }
-        if !jvmti.is_modifiable_class(class) || p.registry.is_linked(classes.key(class)) {
-            continue;
-        }
-        // Retransforming a class redefines it even when the hook gives nothing back (HotSpot
-        // parses and merges the class again, ~0.2 ms each): leave out those with no code.
-        if let Some(natives) = nothing_to_trace(jvmti, class) {
-            p.bci.untouched.fetch_add(1, Ordering::Relaxed);
-            p.bci.native.fetch_add(natives, Ordering::Relaxed);
-            left += 1;
-            continue;
-        }
-        todo.push(class);
-    }
+    let (work, left) = classes_to_retransform(p, jvmti, jni);
     let started = std::time::Instant::now();
-    let work = jni.global_classes(&todo);
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         // A second thread takes chunks as well: at VM init the JIT's threads are still idle,
@@ -505,7 +477,7 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         let theirs = helper.ok().and_then(|h| h.join().ok().flatten());
         log::info(&format!(
             "retransformed {} classes loaded before VM init in {:?} ({} chunks on VM init's thread, {} on a second); {} with nothing to trace left as they were",
-            todo.len(),
+            work.as_slice().len(),
             started.elapsed(),
             mine,
             theirs.map_or("none".to_string(), |n| n.to_string()),
@@ -513,6 +485,45 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         ));
     });
     jni.release(work);
+}
+
+/// The loaded classes that need retransforming, as global references, and how many were left
+/// out for having nothing to trace. The loaded classes' local references live in a frame of
+/// their own, popped before any retransformation: HotSpot's ClassFileLoadHook runs inside this
+/// callback, and -Xcheck:jni counts the references of the frames below a callback's own.
+fn classes_to_retransform(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) -> (GlobalClasses, u64) {
+    let classes = Classes {
+        jvmti,
+        jni,
+        registry: &p.registry,
+    };
+    let _frame = jni.local_frame(16);
+    let loaded = jvmti.loaded_classes().unwrap_or_default();
+    jni.ensure_local_capacity(loaded.len());
+    let mut todo = Vec::new();
+    let mut left = 0;
+    for class in loaded {
+        let Ok(signature) = jvmti.class_signature(class) else {
+            continue;
+        };
+        let name = crate::classes::internal_name(&signature);
+        if signature.starts_with('[') || excluded(&name) || !p.filter.traces(&name) {
+            continue;
+        }
+        if !jvmti.is_modifiable_class(class) || p.registry.is_linked(classes.key(class)) {
+            continue;
+        }
+        // Retransforming a class redefines it even when the hook gives nothing back (HotSpot
+        // parses and merges the class again, ~0.2 ms each): leave out those with no code.
+        if let Some(natives) = nothing_to_trace(jvmti, class) {
+            p.bci.untouched.fetch_add(1, Ordering::Relaxed);
+            p.bci.native.fetch_add(natives, Ordering::Relaxed);
+            left += 1;
+            continue;
+        }
+        todo.push(class);
+    }
+    (jni.global_classes(&todo), left)
 }
 
 /// Classes retransformed in one JVMTI call (one VM operation).

@@ -209,6 +209,21 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// Tells the JVM that `count` more local references will be live (JVMTI's GetLoadedClasses
+    /// makes one per class): -Xcheck:jni warns about every reference past the capacity asked.
+    pub fn ensure_local_capacity(&self, count: usize) {
+        let count = jint::try_from(count).unwrap_or(jint::MAX);
+        // SAFETY: env is the current thread's JNIEnv; the call only reserves capacity.
+        let rc = unsafe {
+            (**self.env)
+                .EnsureLocalCapacity
+                .map_or(0, |f| f(self.env, count))
+        };
+        if rc != 0 {
+            self.clear_exception();
+        }
+    }
+
     /// Global references to `classes`, for another attached thread to use.
     pub fn global_classes(&self, classes: &[jclass]) -> GlobalClasses {
         let mut refs = Vec::with_capacity(classes.len());
