@@ -36,10 +36,11 @@ const CHANNEL_BYTES: usize = 8 << 20;
 fn channel_batches(buffer: usize) -> usize {
     (CHANNEL_BYTES / buffer.max(1)).clamp(4, 64)
 }
+
 /// Nice levels the writer thread gives up. Where the JVM's own threads want every core (its
 /// compilers, early in a run, beside the application's threads) they go first, and the writer
-/// catches up in their gaps: the channel holds [`CHANNEL_BYTES`] of batches, and a producer
-/// that finds it full waits, which gives the writer its core. Its work per event is the same.
+/// catches up in their gaps: the channel holds up to [`CHANNEL_BYTES`] of batches, and a
+/// producer that finds it full waits, which gives the writer its core. Its work per event is the same.
 /// javac recording, 11 alternating runs: 1.87 s at nice 0, 1.75 s at 5; h2: 4.24 s and 3.79 s
 /// (9 runs); CallBench, where the writer has a core of its own, 166 ns/iter both.
 const WRITER_NICE: i32 = 5;

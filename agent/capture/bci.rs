@@ -458,23 +458,27 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     let started = std::time::Instant::now();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
-        // A second thread takes chunks as well: at VM init the JIT's threads are still idle,
-        // and most of a retransformation (this hook, HotSpot parsing and merging the new
-        // versions) runs in the calling thread, before the safepoint. HotSpot lets threads
-        // redefine disjoint sets of classes at the same time.
-        let helper = std::thread::Builder::new()
-            .name("jlive-retransform".into())
-            .spawn_scoped(s, || {
-                crate::buffer::mark_agent_thread();
-                p.vm.attach_daemon(c"jlive retransform")?;
-                let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    retransform_chunks(jvmti, work.as_slice(), &next)
-                }));
-                p.vm.detach_current();
-                taken.ok()
-            });
+        // A second thread takes chunks as well when there is more than one: at VM init the
+        // JIT's threads are still mostly idle, and most of a retransformation (this hook,
+        // HotSpot parsing and merging the new versions) runs in the calling thread, before the
+        // safepoint. HotSpot lets threads redefine disjoint sets of classes at the same time.
+        let helper = (work.as_slice().len() > RETRANSFORM_CHUNK).then(|| {
+            std::thread::Builder::new()
+                .name("jlive-retransform".into())
+                .spawn_scoped(s, || {
+                    crate::buffer::mark_agent_thread();
+                    p.vm.attach_daemon(c"jlive retransform")?;
+                    let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        retransform_chunks(jvmti, work.as_slice(), &next)
+                    }));
+                    p.vm.detach_current();
+                    taken.ok()
+                })
+        });
         let mine = retransform_chunks(jvmti, work.as_slice(), &next);
-        let theirs = helper.ok().and_then(|h| h.join().ok().flatten());
+        let theirs = helper
+            .and_then(Result::ok)
+            .and_then(|h| h.join().ok().flatten());
         log::info(&format!(
             "retransformed {} classes loaded before VM init in {:?} ({} chunks on VM init's thread, {} on a second); {} with nothing to trace left as they were",
             work.as_slice().len(),
