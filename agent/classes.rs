@@ -121,6 +121,17 @@ impl Classes<'_, '_> {
     }
 }
 
+/// Runs `f` over the classes loaded so far. Their local references (one per class) live in a
+/// frame of their own, popped when `f` returns: HotSpot runs callbacks (class loads) inside
+/// the callback that asks, and -Xcheck:jni counts the references of the frames below a
+/// callback's own against its capacity.
+pub fn with_loaded_classes<R>(jvmti: Jvmti, jni: Jni<'_>, f: impl FnOnce(Vec<jclass>) -> R) -> R {
+    let _frame = jni.local_frame(16);
+    let loaded = jvmti.loaded_classes().unwrap_or_default();
+    jni.ensure_local_capacity(loaded.len());
+    f(loaded)
+}
+
 /// `Ljava/lang/String;` → `java/lang/String`; array and primitive signatures stay as they are.
 pub fn internal_name(signature: &str) -> String {
     match signature

@@ -40,9 +40,9 @@ fn channel_batches(buffer: usize) -> usize {
 /// Nice levels the writer thread gives up. Where the JVM's own threads want every core (its
 /// compilers, early in a run, beside the application's threads) they go first, and the writer
 /// catches up in their gaps: the channel holds up to [`CHANNEL_BYTES`] of batches, and a
-/// producer that finds it full waits, which gives the writer its core. Its work per event is the same.
-/// javac recording, 11 alternating runs: 1.87 s at nice 0, 1.75 s at 5; h2: 4.24 s and 3.79 s
-/// (9 runs); CallBench, where the writer has a core of its own, 166 ns/iter both.
+/// producer that finds it full waits, which gives the writer its core. Its work per event is
+/// the same. javac recording, 11 alternating runs: 1.87 s at nice 0, 1.75 s at 5; h2: 4.24 s
+/// and 3.79 s (9 runs); CallBench, where the writer has a core of its own, 166 ns/iter both.
 const WRITER_NICE: i32 = 5;
 
 /// How long VM death waits for the writer to finish the file.
@@ -359,13 +359,7 @@ impl Profiler {
             jni,
             registry: &self.registry,
         };
-        {
-            // The loaded classes' local references go with this frame, before HotSpot runs
-            // callbacks inside this one (class loads): -Xcheck:jni counts the references of
-            // the frames below a callback's own.
-            let _frame = jni.local_frame(16);
-            let loaded = jvmti.loaded_classes().unwrap_or_default();
-            jni.ensure_local_capacity(loaded.len());
+        crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
             for class in loaded {
                 let status = jvmti.class_status(class).unwrap_or(0);
                 if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
@@ -375,7 +369,7 @@ impl Profiler {
                     javaapi::bind_if_api(jvmti, jni, class);
                 }
             }
-        }
+        });
         log::info(&format!(
             "{} classes registered at VM init",
             self.registry.class_count()

@@ -618,13 +618,15 @@ pub fn encode_modified_utf8(s: &str) -> Vec<u8> {
 }
 
 /// Slots taken by the parameters of a method descriptor, and by its return value.
-pub fn descriptor_slots(desc: &[u8]) -> Result<(usize, usize)> {
-    let b = desc;
-    if b.first() != Some(&b'(') {
-        return err(format!(
+pub fn descriptor_slots(b: &[u8]) -> Result<(usize, usize)> {
+    let bad = || {
+        err(format!(
             "bad method descriptor {}",
-            String::from_utf8_lossy(desc)
-        ));
+            String::from_utf8_lossy(b)
+        ))
+    };
+    if b.first() != Some(&b'(') {
+        return bad();
     }
     let mut i = 1;
     let mut args = 0;
@@ -636,12 +638,7 @@ pub fn descriptor_slots(desc: &[u8]) -> Result<(usize, usize)> {
     let ret = match b.get(i + 1) {
         Some(b'V') => 0,
         Some(_) => one_type(b, i + 1)?.0,
-        None => {
-            return err(format!(
-                "bad method descriptor {}",
-                String::from_utf8_lossy(desc)
-            ))
-        }
+        None => return bad(),
     };
     Ok((args, ret))
 }

@@ -491,19 +491,25 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     jni.release(work);
 }
 
-/// The loaded classes that need retransforming, as global references, and how many were left
-/// out for having nothing to trace. The loaded classes' local references live in a frame of
-/// their own, popped before any retransformation: HotSpot's ClassFileLoadHook runs inside this
-/// callback, and -Xcheck:jni counts the references of the frames below a callback's own.
+/// The loaded classes that need retransforming, as global references (the local ones are
+/// gone before the retransformation runs its hooks inside this callback), and how many were
+/// left out for having nothing to trace.
 fn classes_to_retransform(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) -> (GlobalClasses, u64) {
+    crate::classes::with_loaded_classes(jvmti, jni, |loaded| to_retransform(p, jvmti, jni, loaded))
+}
+
+/// Of `loaded`, those to retransform (as global references) and the number left out.
+fn to_retransform(
+    p: &Profiler,
+    jvmti: Jvmti,
+    jni: Jni<'_>,
+    loaded: Vec<jclass>,
+) -> (GlobalClasses, u64) {
     let classes = Classes {
         jvmti,
         jni,
         registry: &p.registry,
     };
-    let _frame = jni.local_frame(16);
-    let loaded = jvmti.loaded_classes().unwrap_or_default();
-    jni.ensure_local_capacity(loaded.len());
     let mut todo = Vec::new();
     let mut left = 0;
     for class in loaded {

@@ -190,9 +190,7 @@ impl Slot {
             _ => None,
         }
     }
-}
 
-impl Slot {
     /// The records held in `slots` (one-slot records carrying `overhead`), in order, up to the
     /// first slot that is not a record.
     pub fn records(slots: &[Slot], overhead: u32) -> impl Iterator<Item = Record> + '_ {
