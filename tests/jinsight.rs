@@ -107,7 +107,14 @@ macro_rules! capture_tests {
                             text
                         );
                     }
-                    assert!(count(&trace, "METHOD_ENTER") > 0, "{} {}", jdk.name, o);
+                    // Workers 3: worker-i calls work() 1000 * (i + 1) times.
+                    assert_eq!(
+                        total(&calls(&trace), "Workers.work"),
+                        (6000, 6000),
+                        "{} {}",
+                        jdk.name,
+                        o
+                    );
                 }
             }
         }

@@ -454,7 +454,9 @@ pub fn link_prepared(
 
 /// VMInit: retransforms every loaded class the hook has not instrumented yet.
 pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
-    let (work, left) = classes_to_retransform(p, jvmti, jni);
+    let (work, left) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+        to_retransform(p, jvmti, jni, loaded)
+    });
     let started = std::time::Instant::now();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -491,14 +493,9 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     jni.release(work);
 }
 
-/// The loaded classes that need retransforming, as global references (the local ones are
-/// gone before the retransformation runs its hooks inside this callback), and how many were
-/// left out for having nothing to trace.
-fn classes_to_retransform(p: &Profiler, jvmti: Jvmti, jni: Jni<'_>) -> (GlobalClasses, u64) {
-    crate::classes::with_loaded_classes(jvmti, jni, |loaded| to_retransform(p, jvmti, jni, loaded))
-}
-
-/// Of `loaded`, those to retransform (as global references) and the number left out.
+/// Of `loaded`, those to retransform, as global references (the local ones are gone, with
+/// their frame, before the retransformation runs its hooks inside this callback), and how many
+/// were left out for having nothing to trace.
 fn to_retransform(
     p: &Profiler,
     jvmti: Jvmti,

@@ -231,7 +231,7 @@ fn walk_calls(trace: &Trace, mut visit: impl FnMut(u32, Option<&str>, &str, bool
     }
 }
 
-fn count(slot: &mut (u64, u64), left: bool) {
+fn tally(slot: &mut (u64, u64), left: bool) {
     if left {
         slot.1 += 1;
     } else {
@@ -243,7 +243,7 @@ fn count(slot: &mut (u64, u64), left: bool) {
 pub fn calls(trace: &Trace) -> HashMap<(String, u32), (u64, u64)> {
     let mut out: HashMap<(String, u32), (u64, u64)> = HashMap::new();
     walk_calls(trace, |thread, _, method, left| {
-        count(out.entry((method.to_string(), thread)).or_default(), left)
+        tally(out.entry((method.to_string(), thread)).or_default(), left)
     });
     out
 }
@@ -254,7 +254,7 @@ pub fn calls_from(trace: &Trace, caller: &str, callee: &str) -> (u64, u64) {
     let mut out = (0, 0);
     walk_calls(trace, |_, from, method, left| {
         if method == callee && from == Some(caller) {
-            count(&mut out, left);
+            tally(&mut out, left);
         }
     });
     out
