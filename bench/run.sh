@@ -2,7 +2,7 @@
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
 # DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh                  # everything (about 14 minutes on 2 cores)
+#   bench/run.sh                  # everything (about 16 minutes on 2 cores)
 #   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #
@@ -123,23 +123,27 @@ once() { # command... -> wall seconds of one run (dirty pages of earlier runs sy
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
-    local plain="" traced_events="" traced_bci=""
+    local plain="" traced_events="" traced_bci="" paused_bci=""
     # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
-    # moves all three columns alike.
+    # moves all four columns alike. The paused column is the instrumentation alone (every
+    # class rewritten, no burst): what recording starts from.
     for _ in $(seq "$rounds"); do
         plain+="$(once "$java" "$@")"$'\n'
         traced_events+="$(once "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")"$'\n'
         traced_bci+="$(once "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")"$'\n'
+        paused_bci+="$(once "$java" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/app.trc" "$@")"$'\n'
     done
     plain=$(printf '%s' "$plain" | median)
     traced_events=$(printf '%s' "$traced_events" | median)
     traced_bci=$(printf '%s' "$traced_bci" | median)
-    printf '%-34s %8.2f s %8.2f s (%4sx) %8.2f s (%4sx)\n' "$name" "$plain" "$traced_events" \
-        "$(ratio "$traced_events" "$plain")" "$traced_bci" "$(ratio "$traced_bci" "$plain")"
+    paused_bci=$(printf '%s' "$paused_bci" | median)
+    printf '%-34s %8.2f s %8.2f s (%4sx) %8.2f s (%4sx) %8.2f s (%4sx)\n' "$name" "$plain" \
+        "$traced_events" "$(ratio "$traced_events" "$plain")" "$traced_bci" \
+        "$(ratio "$traced_bci" "$plain")" "$paused_bci" "$(ratio "$paused_bci" "$plain")"
 }
 
 echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
-printf '%-34s %10s %18s %18s\n' program "no agent" "capture=events" "capture=bci"
+printf '%-34s %10s %18s %18s %18s\n' program "no agent" "capture=events" "capture=bci" "bci, paused"
 started=$(cpu_times)
 mkdir -p "$work/javac-out"
 app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
