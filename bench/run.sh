@@ -120,26 +120,28 @@ once() { # command... -> wall seconds of one run (dirty pages of earlier runs sy
     rm -f "$work"/app.trc
     echo "$e - $s" | bc -l
 }
+# The programs' columns after "no agent", as agent options. The paused one is the
+# instrumentation alone (every class rewritten, no burst): what recording starts from.
+app_setups=(capture=events capture=bci capture=bci,start=paused,control=off)
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
-    local plain="" traced_events="" traced_bci="" paused_bci=""
+    local times=() i plain t row
     # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
-    # moves all four columns alike. The paused column is the instrumentation alone (every
-    # class rewritten, no burst): what recording starts from.
+    # moves every column alike.
     for _ in $(seq "$rounds"); do
-        plain+="$(once "$java" "$@")"$'\n'
-        traced_events+="$(once "$java" -agentpath:"$lib=capture=events,file=$work/app.trc" "$@")"$'\n'
-        traced_bci+="$(once "$java" -agentpath:"$lib=capture=bci,file=$work/app.trc" "$@")"$'\n'
-        paused_bci+="$(once "$java" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/app.trc" "$@")"$'\n'
+        times[0]+="$(once "$java" "$@")"$'\n'
+        for i in "${!app_setups[@]}"; do
+            times[i + 1]+="$(once "$java" -agentpath:"$lib=${app_setups[i]},file=$work/app.trc" "$@")"$'\n'
+        done
     done
-    plain=$(printf '%s' "$plain" | median)
-    traced_events=$(printf '%s' "$traced_events" | median)
-    traced_bci=$(printf '%s' "$traced_bci" | median)
-    paused_bci=$(printf '%s' "$paused_bci" | median)
-    printf '%-34s %8.2f s %8.2f s (%4sx) %8.2f s (%4sx) %8.2f s (%4sx)\n' "$name" "$plain" \
-        "$traced_events" "$(ratio "$traced_events" "$plain")" "$traced_bci" \
-        "$(ratio "$traced_bci" "$plain")" "$paused_bci" "$(ratio "$paused_bci" "$plain")"
+    plain=$(printf '%s' "${times[0]}" | median)
+    row=$(printf '%-34s %8.2f s' "$name" "$plain")
+    for i in "${!app_setups[@]}"; do
+        t=$(printf '%s' "${times[i + 1]}" | median)
+        row+=$(printf ' %8.2f s (%4sx)' "$t" "$(ratio "$t" "$plain")")
+    done
+    echo "$row"
 }
 
 echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
