@@ -58,4 +58,12 @@ fn main() {
         "cargo:rustc-env=JLIVE_EXAMPLE_CLASSES={}",
         example_classes.display()
     );
+
+    // Whether thread-locals go through TLS descriptors (.cargo/config.toml; a RUSTFLAGS of
+    // one's own replaces it), so that the agent's log tells which way it was built.
+    println!("cargo:rustc-check-cfg=cfg(tls_descriptors)");
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if flags.contains("-enable-tlsdesc") {
+        println!("cargo:rustc-cfg=tls_descriptors");
+    }
 }

@@ -116,6 +116,13 @@ thread_local! {
     static AGENT_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Whether this module's thread-locals are in glibc's static TLS, where a TLS descriptor
+/// (.cargo/config.toml) resolves without calling into glibc: the trampolines' natives look up
+/// the thread's buffer twice per traced call. None where that cannot be told.
+pub fn thread_locals_static() -> Option<bool> {
+    os::in_static_tls(CURRENT.with(|c| c as *const _ as usize))
+}
+
 /// Marks the calling thread as one of jlive's own: it never gets a buffer.
 pub fn mark_agent_thread() {
     AGENT_THREAD.with(|a| a.set(true));

@@ -186,6 +186,9 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         "tracing to {} (clock {:?}, {} ticks/us)",
         path, source, rate
     ));
+    if options.capture == Capture::Bci {
+        report_thread_locals();
+    }
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
     let hub = Hub::new(messages, pool_in, options.buffer, overhead);
     let filter = ClassFilter::new(&options.include, &options.exclude);
@@ -453,6 +456,25 @@ impl Profiler {
         if let Some(handle) = self.writer.lock().take() {
             let _ = handle.join();
         }
+    }
+}
+
+/// Says where the thread-locals the trampolines' natives read landed. Outside static TLS
+/// (other libraries used up the reserve glibc keeps for dlopen'ed modules) each thread's
+/// first record allocates its block through glibc's slow path, which before glibc 2.40 does
+/// not keep vector registers as TLS descriptors promise; the tunable gives the reserve back.
+fn report_thread_locals() {
+    if !cfg!(tls_descriptors) {
+        log::info("thread-locals through __tls_get_addr: built without TLS descriptors");
+        return;
+    }
+    match crate::buffer::thread_locals_static() {
+        Some(true) => log::info("thread-locals in static TLS"),
+        Some(false) => log::warn(
+            "libjlive.so's thread-locals are not in static TLS: start the JVM with \
+             GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096",
+        ),
+        None => {}
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use jlive_writer::jinsight::{self, Event};
 use std::collections::HashMap;
+use std::process::Command;
 
 /// The tests every capture must pass, instantiated once per capture below.
 macro_rules! capture_tests {
@@ -704,5 +705,45 @@ fn both_captures_give_the_same_counts() {
             assert!(!a.is_empty(), "{}: {:?} traced nothing", jdk.name, program);
             assert_eq!(a, b, "{}: {:?}: events vs bci", jdk.name, program);
         }
+    }
+}
+
+/// With glibc's reserve for dlopen'ed modules taken away, libjlive.so's thread-locals land
+/// outside static TLS: the agent says so (naming the remedy) and still records every call
+/// through glibc's slower TLS path, on every thread.
+#[test]
+fn thread_locals_outside_static_tls_are_reported_and_still_record() {
+    for jdk in jdks() {
+        let dir = scratch("dynamic-tls");
+        let file = dir.join("t.trc");
+        let mut c = Command::new(jdk.java());
+        c.env("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=0")
+            .arg(format!(
+                "-agentpath:{}=capture=bci,file={}",
+                agent().display(),
+                file.display()
+            ))
+            .arg("-cp")
+            .arg(classes())
+            .args(["Workers", "3"]);
+        let traced = run(c);
+        assert_eq!(traced.code, Some(0), "{}: {}", jdk.name, traced.stderr);
+        assert!(
+            traced
+                .stderr
+                .contains("not in static TLS: start the JVM with GLIBC_TUNABLES="),
+            "{}: {}",
+            jdk.name,
+            traced.stderr
+        );
+        let trace = read_trace(&file);
+        // Workers 3: worker-i calls work() 1000 * (i + 1) times.
+        assert_eq!(
+            total(&calls(&trace), "Workers.work"),
+            (6000, 6000),
+            "{}",
+            jdk.name
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

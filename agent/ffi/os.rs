@@ -73,3 +73,39 @@ pub fn membarrier() -> bool {
     let rc = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) };
     rc == 0
 }
+
+/// How far below the thread pointer glibc's static TLS may reach: the initial modules' blocks
+/// and the surplus kept for dlopen'ed ones, a few KiB in practice. Below that lies the stack.
+const STATIC_TLS_SPAN: usize = 1 << 16;
+
+/// Whether `addr`, the address of one of the calling thread's thread-locals, lies in static
+/// TLS. On x86-64 (TLS variant II) static blocks sit just below the thread pointer, which is
+/// what `pthread_self` returns; a block that glibc allocates lazily for a dlopen'ed module
+/// comes from malloc instead. None where the layout differs.
+pub fn in_static_tls(addr: usize) -> Option<bool> {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        return None;
+    }
+    // SAFETY: pthread_self has no preconditions and cannot fail.
+    let tp = unsafe { libc::pthread_self() } as usize;
+    Some(addr < tp && tp - addr <= STATIC_TLS_SPAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_static_tls;
+
+    thread_local!(static MINE: u64 = const { 7 });
+
+    fn mine() -> Option<bool> {
+        in_static_tls(MINE.with(|m| m as *const u64 as usize))
+    }
+
+    #[test]
+    fn an_executables_thread_locals_are_static_and_the_heap_is_not() {
+        assert_eq!(mine(), Some(true));
+        assert_eq!(std::thread::spawn(mine).join().unwrap(), Some(true));
+        let heap = Box::new(7u64);
+        assert_eq!(in_static_tls(&*heap as *const u64 as usize), Some(false));
+    }
+}
