@@ -12,9 +12,9 @@
 //! - `clock.rs`: the tick counter; `log.rs`: the agent's own messages.
 //! - `ffi/`: the thin unsafe layer over JVMTI and JNI.
 //!
-//! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate.
+//! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate, the
+//! class-file rewriter that `capture/bci.rs` runs in ClassFileLoadHook in `jlive-bci`.
 
-pub mod bci;
 pub mod buffer;
 pub mod burst;
 pub mod callbacks;

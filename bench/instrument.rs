@@ -5,7 +5,7 @@
 //!
 //! cargo run --release --example instrument -- DIR...
 
-use jlive::bci::rewrite::{instrument, Weave};
+use jlive_bci::rewrite::{instrument, Weave};
 use std::path::Path;
 use std::time::Instant;
 

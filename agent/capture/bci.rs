@@ -5,7 +5,7 @@
 //!   library, which binds the trampolines to the functions below with RegisterNatives. Only
 //!   then does the hook start instrumenting, so that linking `bind` (HotSpot asks
 //!   ClassLoader.findNative first) runs no instrumented code.
-//! - ClassFileLoadHook: each included class is rewritten (`bci::rewrite`) with a block of
+//! - ClassFileLoadHook: each included class is rewritten (`jlive_bci::rewrite`) with a block of
 //!   method keys; the keys are tied to the class's registry entry at ClassPrepare (or at once
 //!   for a retransformed class).
 //! - VMInit: classes loaded before the hook could instrument them are retransformed.
@@ -16,7 +16,6 @@
 //! measured at start-up instead of a second tick read per call.
 
 use super::{entered, exited};
-use crate::bci::rewrite::{self, Weave, TRAMPOLINE};
 use crate::buffer::Hub;
 use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
@@ -26,6 +25,7 @@ use crate::ffi::jvmti::Jvmti;
 use crate::log;
 use crate::options::Methods;
 use crate::profiler::{self, Profiler};
+use jlive_bci::rewrite::{self, Weave, TRAMPOLINE};
 use jlive_writer::record::{
     RecordKind, Slot, COMPACT_KEYS, FORM_ENTRY, FORM_EXIT, NO_OBJECT, PENDING_OBJECT,
 };
@@ -590,7 +590,62 @@ fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::{take_chunk, RETRANSFORM_CHUNK};
+    use jlive_bci::classfile::ClassFile;
+    use jlive_bci::rewrite::{instrument, Weave};
     use std::sync::atomic::AtomicUsize;
+
+    /// The Utf8 constants of a class file.
+    fn strings(class: &[u8]) -> Vec<String> {
+        let cf = ClassFile::parse(class).unwrap();
+        (1..cf.pool.entries.len() as u16)
+            .filter_map(|i| cf.pool.text(i).ok().map(|s| s.into_owned()))
+            .collect()
+    }
+
+    fn example(name: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("JLIVE_EXAMPLE_CLASSES"));
+        std::fs::read(dir.join(name)).unwrap()
+    }
+
+    #[test]
+    fn a_class_gets_only_the_trampolines_it_calls() {
+        let class = example("Demo.class");
+        let plain = instrument(&class, 0, Weave::default()).unwrap();
+        let names = strings(&plain.bytes);
+        assert!(plain.instrumented > 0);
+        for used in ["enter", "exit", "java/lang/Throwable"] {
+            assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+        for unused in [
+            "enterObject",
+            "enterConstructor",
+            "constructed",
+            "allocated",
+        ] {
+            assert!(
+                !names.iter().any(|n| n == unused),
+                "{} added unused",
+                unused
+            );
+        }
+        let woven = Weave {
+            objects: true,
+            alloc: true,
+            ..Weave::default()
+        };
+        let names: Vec<String> = ["Alloc.class", "Alloc$Payload.class", "Demo.class"]
+            .iter()
+            .flat_map(|c| strings(&instrument(&example(c), 0, woven).unwrap().bytes))
+            .collect();
+        for used in [
+            "enterObject",
+            "enterConstructor",
+            "constructed",
+            "allocated",
+        ] {
+            assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+    }
 
     /// Two threads taking chunks between them retransform every class once.
     #[test]

@@ -664,9 +664,9 @@ mod tests {
 
     /// The analysis of a constructor `(I)V` whose code is `body`, in which the bytes 0xF0 0xF1
     /// stand for the index of the Methodref S.<init>(I)V.
-    fn constructor(body: &[u8], handlers: Vec<crate::bci::classfile::Handler>) -> Result<Analysis> {
+    fn constructor(body: &[u8], handlers: Vec<crate::classfile::Handler>) -> Result<Analysis> {
         let mut pool = ConstantPool::default();
-        pool.entries.push(crate::bci::classfile::Constant::Gap);
+        pool.entries.push(crate::classfile::Constant::Gap);
         let init = pool.add_method_ref("S", "<init>", "(I)V")?.to_be_bytes();
         let code: Vec<u8> = body
             .iter()
@@ -717,7 +717,7 @@ mod tests {
         let found = constructor(&branches, vec![]).unwrap();
         assert_eq!(found.super_call, Some(10));
         assert_eq!(found.allocations, vec![14]);
-        let covered = crate::bci::classfile::Handler {
+        let covered = crate::classfile::Handler {
             start: 0,
             end: 2,
             handler: 6,

@@ -858,51 +858,6 @@ mod tests {
             .collect()
     }
 
-    fn example(name: &str) -> Vec<u8> {
-        let dir = std::path::Path::new(env!("JLIVE_EXAMPLE_CLASSES"));
-        std::fs::read(dir.join(name)).unwrap()
-    }
-
-    #[test]
-    fn a_class_gets_only_the_trampolines_it_calls() {
-        let class = example("Demo.class");
-        let plain = instrument(&class, 0, Weave::default()).unwrap();
-        let names = strings(&plain.bytes);
-        assert!(plain.instrumented > 0);
-        for used in ["enter", "exit", "java/lang/Throwable"] {
-            assert!(names.iter().any(|n| n == used), "{} missing", used);
-        }
-        for unused in [
-            "enterObject",
-            "enterConstructor",
-            "constructed",
-            "allocated",
-        ] {
-            assert!(
-                !names.iter().any(|n| n == unused),
-                "{} added unused",
-                unused
-            );
-        }
-        let woven = Weave {
-            objects: true,
-            alloc: true,
-            ..Weave::default()
-        };
-        let names: Vec<String> = ["Alloc.class", "Alloc$Payload.class", "Demo.class"]
-            .iter()
-            .flat_map(|c| strings(&instrument(&example(c), 0, woven).unwrap().bytes))
-            .collect();
-        for used in [
-            "enterObject",
-            "enterConstructor",
-            "constructed",
-            "allocated",
-        ] {
-            assert!(names.iter().any(|n| n == used), "{} missing", used);
-        }
-    }
-
     #[test]
     fn a_class_without_code_gets_no_new_constants() {
         // interface I { void m(); }, assembled by hand: six constants, one abstract method.
