@@ -850,14 +850,6 @@ fn local_variables(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap) -> Result<()
 mod tests {
     use super::*;
 
-    /// The Utf8 constants of a class file.
-    fn strings(class: &[u8]) -> Vec<String> {
-        let cf = ClassFile::parse(class).unwrap();
-        (1..cf.pool.entries.len() as u16)
-            .filter_map(|i| cf.pool.text(i).ok().map(|s| s.into_owned()))
-            .collect()
-    }
-
     #[test]
     fn a_class_without_code_gets_no_new_constants() {
         // interface I { void m(); }, assembled by hand: six constants, one abstract method.
@@ -873,7 +865,6 @@ mod tests {
         class.extend_from_slice(&[0, 0]);
         let out = instrument(&class, 0, Weave::default()).unwrap();
         assert_eq!(out.instrumented, 0);
-        assert_eq!(strings(&out.bytes), strings(&class));
         assert_eq!(out.bytes, class);
     }
 
