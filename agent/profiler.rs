@@ -186,14 +186,12 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         "tracing to {} (clock {:?}, {} ticks/us)",
         path, source, rate
     ));
-    if options.capture == Capture::Bci {
-        report_thread_locals();
-    }
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
     let hub = Hub::new(messages, pool_in, options.buffer, overhead);
     let filter = ClassFilter::new(&options.include, &options.exclude);
     if options.capture == Capture::Bci {
         registry.use_bci();
+        report_thread_locals();
     }
     let profiler = Profiler {
         options,

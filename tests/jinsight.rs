@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use jlive_writer::jinsight::{self, Event};
 use std::collections::HashMap;
-use std::process::Command;
 
 /// The tests every capture must pass, instantiated once per capture below.
 macro_rules! capture_tests {
@@ -716,16 +715,9 @@ fn thread_locals_outside_static_tls_are_reported_and_still_record() {
     for jdk in jdks() {
         let dir = scratch("dynamic-tls");
         let file = dir.join("t.trc");
-        let mut c = Command::new(jdk.java());
-        c.env("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=0")
-            .arg(format!(
-                "-agentpath:{}=capture=bci,file={}",
-                agent().display(),
-                file.display()
-            ))
-            .arg("-cp")
-            .arg(classes())
-            .args(["Workers", "3"]);
+        let options = format!("capture=bci,file={}", file.display());
+        let mut c = java_command(&jdk, Some(&options), &["Workers", "3"]);
+        c.env("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=0");
         let traced = run(c);
         assert_eq!(traced.code, Some(0), "{}: {}", jdk.name, traced.stderr);
         assert!(

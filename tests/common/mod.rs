@@ -150,14 +150,19 @@ pub fn run(mut command: Command) -> Run {
     }
 }
 
-/// `java [-agentpath:libjlive.so=OPTIONS] -cp examples ARGS...`
-pub fn java(jdk: &Jdk, options: Option<&str>, args: &[&str]) -> Run {
+/// `java [-agentpath:libjlive.so=OPTIONS] -cp examples ARGS...`, to run.
+pub fn java_command(jdk: &Jdk, options: Option<&str>, args: &[&str]) -> Command {
     let mut c = Command::new(jdk.java());
     if let Some(o) = options {
         c.arg(format!("-agentpath:{}={}", agent().display(), o));
     }
     c.arg("-cp").arg(classes()).args(args);
-    run(c)
+    c
+}
+
+/// Runs [`java_command`].
+pub fn java(jdk: &Jdk, options: Option<&str>, args: &[&str]) -> Run {
+    run(java_command(jdk, options, args))
 }
 
 /// Runs a program traced and untraced; asserts identical stdout and exit code; returns the
