@@ -3,9 +3,10 @@
 //! inlines a hundred instrumented methods spends up to a second in register allocation);
 //! `inline=on` leaves methods short. HotSpot's own -XX:+PrintInlining is the witness.
 //!
-//! The trampolines' Java side reads the burst gate before calling its native, and is itself
-//! never inlined (`@DontInline`: inlined, it made C1's code half as big again and the JIT
-//! spend a third more time). A JVM that never opens a burst calls no trampoline native.
+//! Each instrumented method reads `JliveTrampoline.gate` before it calls an entry or exit
+//! native, so a JVM that never opens a burst calls no trampoline native, and no trampoline is
+//! ever inlined (the natives cannot be; the Java trampolines of native-method wrappers and
+//! allocations are `@DontInline`).
 
 mod common;
 
@@ -106,22 +107,15 @@ fn instrumented_methods_are_not_inlined_unless_inline_on() {
 }
 
 #[test]
-fn a_paused_jvm_calls_no_trampoline_native_and_the_trampolines_stay_out_of_line() {
+fn a_paused_jvm_calls_no_trampoline_native() {
     for jdk in jdks() {
         let run = inlining_of_step(&jdk, "");
-        // Hot makes 200,000 traced calls and the JDK's code many more, all with the gate shut.
+        // Hot makes 200,000 traced calls and the JDK's code many more, all with the gate shut:
+        // each method reads JliveTrampoline.gate and skips its natives.
         assert_eq!(
             run.past_gate, 0,
             "{}: trampoline natives were called with no burst open",
             jdk.name
-        );
-        assert!(
-            run.trampolines
-                .iter()
-                .any(|l| l.contains("::enter (") && l.ends_with("don't inline by annotation")),
-            "{}: HotSpot did not keep JliveTrampoline.enter out of line: {:?}",
-            jdk.name,
-            run.trampolines
         );
         assert!(
             !run.trampolines.iter().any(|l| inlined(l)),

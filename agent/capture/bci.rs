@@ -32,6 +32,7 @@ use jlive_writer::record::{
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// The trampoline class, compiled by build.rs.
 const TRAMPOLINE_CLASS: &[u8] = include_bytes!(env!("JLIVE_TRAMPOLINE"));
@@ -166,7 +167,25 @@ fn bind(jni: Jni<'_>, class: jclass) {
         ),
     ];
     if jni.register_natives(class, &natives) {
+        let _ = BOUND.set(jni.global_classes(&[class]));
+        set_java_gates(jni, GATE.load(Ordering::SeqCst));
         READY.store(true, Ordering::SeqCst);
+    }
+}
+
+/// JliveTrampoline (a global reference), once `bind` has bound its natives.
+static BOUND: OnceLock<GlobalClasses> = OnceLock::new();
+
+/// Sets `JliveTrampoline.gate`, which instrumented methods read before they call the entry
+/// native (unless 0) and the exit native (if above 0), from the gate bits `gate`.
+fn set_java_gates(jni: Jni<'_>, gate: i32) {
+    let methods = match (gate & GATE_ENTRIES != 0, gate & GATE_EXITS != 0) {
+        (true, true) => 1,
+        (true, false) => -1,
+        _ => 0,
+    };
+    if let Some(&class) = BOUND.get().and_then(|c| c.as_slice().first()) {
+        jni.set_static_int(class, c"gate", methods);
     }
 }
 
@@ -180,6 +199,14 @@ pub fn set_gate(methods: Methods, alloc: bool) {
     };
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
     GATE.store(methods | alloc, Ordering::SeqCst);
+    if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
+        // Bursts begin and end on attached threads (VM init and death, the control thread,
+        // the Java API), so this seldom attaches one.
+        let gate = methods | alloc;
+        if p.vm.with_env(|jni| set_java_gates(jni, gate)).is_none() {
+            log::warn("cannot reach the JVM to set the trampolines' gate");
+        }
+    }
 }
 
 fn current_thread(p: &'static Profiler) -> bool {
@@ -613,12 +640,15 @@ mod tests {
         let plain = instrument(&class, 0, Weave::default()).unwrap();
         let names = strings(&plain.bytes);
         assert!(plain.instrumented > 0);
-        for used in ["enter", "exit", "java/lang/Throwable"] {
+        for used in ["gate", "enter0", "exit0", "java/lang/Throwable"] {
             assert!(names.iter().any(|n| n == used), "{} missing", used);
         }
+        // The Java trampolines serve native-method wrappers, which Demo does not have.
         for unused in [
-            "enterObject",
-            "enterConstructor",
+            "enter",
+            "exit",
+            "enterObject0",
+            "enterConstructor0",
             "constructed",
             "allocated",
         ] {
@@ -638,8 +668,8 @@ mod tests {
             .flat_map(|c| strings(&instrument(&example(c), 0, woven).unwrap().bytes))
             .collect();
         for used in [
-            "enterObject",
-            "enterConstructor",
+            "enterObject0",
+            "enterConstructor0",
             "constructed",
             "allocated",
         ] {

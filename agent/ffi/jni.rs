@@ -174,6 +174,26 @@ impl<'cb> Jni<'cb> {
         true
     }
 
+    /// Sets a static int field of a class.
+    pub fn set_static_int(&self, class: jclass, name: &CStr, value: jint) -> bool {
+        // SAFETY: names are NUL-terminated; class is a live reference.
+        unsafe {
+            let Some(field_id) = (**self.env).GetStaticFieldID else {
+                return false;
+            };
+            let field = field_id(self.env, class, name.as_ptr(), c"I".as_ptr());
+            self.clear_exception();
+            if field.is_null() {
+                return false;
+            }
+            match (**self.env).SetStaticIntField {
+                Some(set) => set(self.env, class, field, value),
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// The text of a Java string (lossy for unpaired surrogates).
     pub fn string(&self, s: jstring) -> Option<String> {
         if s.is_null() {
@@ -333,6 +353,21 @@ impl Vm {
             )
         };
         (rc == 0 && !env.is_null()).then_some(env as *mut JNIEnv)
+    }
+
+    /// Runs `f` with the calling thread's JNIEnv: as it is if the thread is attached, else
+    /// attached as a daemon for the call and detached after it.
+    pub fn with_env<R>(&self, f: impl FnOnce(Jni<'_>) -> R) -> Option<R> {
+        let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: the JavaVM is live; env receives the thread's JNIEnv or stays null.
+        let rc = unsafe { ((**self.0).GetEnv?)(self.0, &mut env, 0x0001_0008) };
+        if rc == 0 && !env.is_null() {
+            return Jni::from_callback(env as *mut JNIEnv).map(f);
+        }
+        let env = self.attach_daemon(c"jlive")?;
+        let result = Jni::from_callback(env).map(f);
+        self.detach_current();
+        result
     }
 
     /// Detaches the calling thread, attached by [`Vm::attach_daemon`]; it must hold no

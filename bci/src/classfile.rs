@@ -294,6 +294,30 @@ impl<'a> ConstantPool<'a> {
         self.add_other(7, n.to_be_bytes().to_vec())
     }
 
+    /// A Class constant whose name is already in modified UTF-8.
+    pub fn add_class_bytes(&mut self, name: &[u8]) -> Result<u16> {
+        let n = self.add_utf8_bytes(name)?;
+        self.add_other(7, n.to_be_bytes().to_vec())
+    }
+
+    /// (hash of the name, index) of every Class constant read from the class, for
+    /// [`ConstantPool::class_among`].
+    pub fn read_classes(&self) -> Vec<(u64, u16)> {
+        (1..self.read)
+            .filter(|&i| matches!(self.entries[i], Constant::Other(7, _)))
+            .filter_map(|i| Some((name_hash(self.class_name(i as u16).ok()?), i as u16)))
+            .collect()
+    }
+
+    /// The Class constant named `name` among `classes` (from [`ConstantPool::read_classes`]).
+    pub fn class_among(&self, classes: &[(u64, u16)], name: &[u8]) -> Option<u16> {
+        let hash = name_hash(name);
+        classes
+            .iter()
+            .find(|&&(h, i)| h == hash && self.class_name(i).ok() == Some(name))
+            .map(|&(_, i)| i)
+    }
+
     /// A new Integer constant (the rewriter's are method keys, each used by one method, so
     /// there is nothing to share).
     pub fn add_integer(&mut self, v: i32) -> Result<u16> {
@@ -307,15 +331,34 @@ impl<'a> ConstantPool<'a> {
         self.add_method_ref_in(class, n, d)
     }
 
+    pub fn add_field_ref(&mut self, owner: &str, name: &str, desc: &str) -> Result<u16> {
+        let class = self.add_class(owner)?;
+        let n = self.add_utf8(name)?;
+        let d = self.add_utf8(desc)?;
+        self.add_member_ref(9, class, n, d)
+    }
+
     /// A Methodref from a Class constant and Utf8 name and descriptor constants.
     pub fn add_method_ref_in(&mut self, class: u16, n: u16, d: u16) -> Result<u16> {
+        self.add_member_ref(10, class, n, d)
+    }
+
+    /// A Fieldref (tag 9) or Methodref (10) and its NameAndType.
+    fn add_member_ref(&mut self, tag: u8, class: u16, n: u16, d: u16) -> Result<u16> {
         let mut nat = n.to_be_bytes().to_vec();
         nat.extend_from_slice(&d.to_be_bytes());
         let nat = self.add_other(12, nat)?;
         let mut payload = class.to_be_bytes().to_vec();
         payload.extend_from_slice(&nat.to_be_bytes());
-        self.add_other(10, payload)
+        self.add_other(tag, payload)
     }
+}
+
+/// FNV-1a of a name.
+fn name_hash(name: &[u8]) -> u64 {
+    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// An attribute: its name index and raw bytes.

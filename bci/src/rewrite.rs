@@ -1,13 +1,23 @@
 //! The method rewriter: every method with code gets
 //!
 //! ```text
-//!   prologue   sipush KEY (or ldc_w) ; invokestatic JliveTrampoline.enter(I)V
-//!              (objects=on, instance methods: aload_0 first, enterObject(Object,I)V)
-//!   before each xreturn      push KEY ; invokestatic JliveTrampoline.exit(I)V
-//!   after each allocation    dup ; invokestatic JliveTrampoline.allocated(Object)V  (alloc=on)
-//!   catch-all handler        push KEY ; invokestatic exit ; athrow   (last in the table)
-//!   dead padding             iconst_0 ; lookupswitch (every target: that iconst_0)
+//!   prologue      getstatic JliveTrampoline.gate ; ifeq body
+//!                 sipush KEY (or ldc_w) ; invokestatic JliveTrampoline.enter0(I)V
+//!                 (objects=on: aload_0 first and enterObject0(Object,I)V in instance
+//!                 methods, enterConstructor0(I)V in constructors)
+//!   body          the original code; each xreturn is now `goto exit`
+//!   after each allocation     dup ; invokestatic JliveTrampoline.allocated(Object)V (alloc=on)
+//!   exit          getstatic gate ; ifle ret ; push KEY ; invokestatic exit0(I)V ; ret: xreturn
+//!   catch-all     the same with athrow for xreturn (last in the exception table)
+//!   dead padding  iconst_0 ; lookupswitch (every target: that iconst_0)
 //! ```
+//!
+//! `gate` is 0 while no burst records, so a paused traced call costs two loads and two
+//! branches and no call; C2 compiles the calls away as never taken. The exit block and the
+//! catch-all drop every local in their frames (nothing there reads one) and hold only the
+//! value being returned (its Class constant is the class's own when it has one) or thrown, so
+//! their frames go after the body's and the body's frames stay as they were; the prologue's
+//! branch needs one same frame where the body begins.
 //!
 //! The padding (unless `inline=on`) makes every instrumented method longer than HotSpot's
 //! FreqInlineSize, so that neither C1 nor C2 inlines it: a C2 compilation that inlines a
@@ -91,6 +101,11 @@ enum Ref {
     Allocated,
     Throwable,
     StackMapTable,
+    Enter0,
+    EnterObject0,
+    EnterConstructor0,
+    Exit0,
+    Gate,
 }
 
 /// The constants of [`Ref`], each added to the class's pool when first needed, so that a class
@@ -98,11 +113,16 @@ enum Ref {
 /// retransformed class's new pool into the old one and looks for every constant it did not
 /// have by scanning the whole old pool (`ConstantPool::find_matching_entry`).
 #[derive(Default)]
-struct Refs([Option<u16>; 8]);
+struct Refs {
+    refs: [Option<u16>; 13],
+    /// The class's own Class constants (hash of the name, index), read once it is asked for
+    /// a return type.
+    classes: Option<Vec<(u64, u16)>>,
+}
 
 impl Refs {
     fn get(&mut self, pool: &mut ConstantPool, r: Ref) -> Result<u16> {
-        if let Some(index) = self.0[r as usize] {
+        if let Some(index) = self.refs[r as usize] {
             return Ok(index);
         }
         let index = match r {
@@ -118,9 +138,25 @@ impl Refs {
             Ref::Allocated => pool.add_method_ref(TRAMPOLINE, "allocated", "(Ljava/lang/Object;)V"),
             Ref::Throwable => pool.add_class("java/lang/Throwable"),
             Ref::StackMapTable => pool.add_utf8("StackMapTable"),
+            Ref::Enter0 => pool.add_method_ref(TRAMPOLINE, "enter0", "(I)V"),
+            Ref::EnterObject0 => {
+                pool.add_method_ref(TRAMPOLINE, "enterObject0", "(Ljava/lang/Object;I)V")
+            }
+            Ref::EnterConstructor0 => pool.add_method_ref(TRAMPOLINE, "enterConstructor0", "(I)V"),
+            Ref::Exit0 => pool.add_method_ref(TRAMPOLINE, "exit0", "(I)V"),
+            Ref::Gate => pool.add_field_ref(TRAMPOLINE, "gate", "I"),
         }?;
-        self.0[r as usize] = Some(index);
+        self.refs[r as usize] = Some(index);
         Ok(index)
+    }
+
+    /// A Class constant named `name`: the class's own if it has one, else an added one.
+    fn class(&mut self, pool: &mut ConstantPool, name: &[u8]) -> Result<u16> {
+        let classes = self.classes.get_or_insert_with(|| pool.read_classes());
+        match pool.class_among(classes, name) {
+            Some(index) => Ok(index),
+            None => pool.add_class_bytes(name),
+        }
     }
 
     /// `invokestatic` of trampoline `r`.
@@ -150,6 +186,46 @@ impl Refs {
     /// The exit call of the method whose key `push` pushes.
     fn exit(&mut self, pool: &mut ConstantPool, push: &[u8]) -> Result<Snippet> {
         Ok(Snippet::of(&[push, &self.call(pool, Ref::Exit)?]))
+    }
+
+    /// A method's prologue: the entry native, called only while the trampolines' `gate` is
+    /// open for entries, not 0 (`getstatic; ifeq` past the call, to the first instruction).
+    fn gated_entry(
+        &mut self,
+        pool: &mut ConstantPool,
+        push: &[u8],
+        weave: Weave,
+        is_static: bool,
+        is_ctor: bool,
+    ) -> Result<Snippet> {
+        let call = if weave.objects && !is_static && !is_ctor {
+            Snippet::of(&[&[code::ALOAD_0], push, &self.call(pool, Ref::EnterObject0)?])
+        } else if weave.objects && is_ctor {
+            Snippet::of(&[push, &self.call(pool, Ref::EnterConstructor0)?])
+        } else {
+            Snippet::of(&[push, &self.call(pool, Ref::Enter0)?])
+        };
+        let gate = self.get(pool, Ref::Gate)?;
+        let skip = 3 + call.len() as u8; // from the ifeq to the first instruction
+        Ok(Snippet::of(&[
+            &[code::GETSTATIC, (gate >> 8) as u8, gate as u8],
+            &[code::IFEQ, 0, skip],
+            &call,
+        ]))
+    }
+
+    /// The block every return of a method jumps to (`ret`: its return instruction), and the
+    /// catch-all handler (`athrow`): the exit native, called only while the trampolines'
+    /// `gate` is open for exits, above 0 (`getstatic; ifle` past the call), then `ret`.
+    fn gated_exit(&mut self, pool: &mut ConstantPool, push: &[u8], ret: u8) -> Result<Snippet> {
+        let call = Snippet::of(&[push, &self.call(pool, Ref::Exit0)?]);
+        let gate = self.get(pool, Ref::Gate)?;
+        Ok(Snippet::of(&[
+            &[code::GETSTATIC, (gate >> 8) as u8, gate as u8],
+            &[code::IFLE, 0, 3 + call.len() as u8],
+            &call,
+            &[ret],
+        ]))
     }
 }
 
@@ -239,6 +315,7 @@ pub fn instrument_with(
         let method = MethodInfo {
             is_static: m.access & ACC_STATIC != 0,
             is_ctor: cf.pool.utf8(m.name)? == b"<init>",
+            descriptor: m.descriptor,
             key,
             stack_maps,
         };
@@ -381,6 +458,8 @@ fn wrap_native<'a>(
 struct MethodInfo {
     is_static: bool,
     is_ctor: bool,
+    /// The method's descriptor (a Utf8 constant).
+    descriptor: u16,
     key: u32,
     /// The class file has stack maps (version 50 or later).
     stack_maps: bool,
@@ -395,18 +474,18 @@ fn key_push(pool: &mut ConstantPool, key: u32) -> Result<[u8; 3]> {
     }
 }
 
-/// A few instructions woven in (at most 8 bytes), kept off the heap: one set is made per
+/// A few instructions woven in (at most 16 bytes), kept off the heap: one set is made per
 /// method.
 #[derive(Clone, Copy)]
 struct Snippet {
-    bytes: [u8; 8],
+    bytes: [u8; 16],
     len: usize,
 }
 
 impl Snippet {
     fn of(parts: &[&[u8]]) -> Snippet {
         let mut s = Snippet {
-            bytes: [0; 8],
+            bytes: [0; 16],
             len: 0,
         };
         for part in parts {
@@ -421,6 +500,17 @@ impl std::ops::Deref for Snippet {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.bytes[..self.len]
+    }
+}
+
+/// A goto `distance` bytes ahead, of `len` bytes (3: goto, 5: goto_w).
+fn goto(out: &mut Vec<u8>, distance: usize, len: usize) {
+    if len == 3 {
+        out.push(code::GOTO);
+        out.extend_from_slice(&(distance as u16).to_be_bytes());
+    } else {
+        out.push(code::GOTO_W);
+        out.extend_from_slice(&(distance as u32).to_be_bytes());
     }
 }
 
@@ -475,11 +565,9 @@ const PADDING_PAIRS: [u8; 8 * MAX_PADDING_PAIRS] = {
 /// Where an original instruction lands.
 #[derive(Clone, Copy)]
 struct Place {
-    /// Start of what replaces the instruction (its prefix, if any): where branches to it go.
-    start: usize,
-    /// Start of the instruction itself.
-    body: usize,
-    /// Its length after re-padding (switches).
+    /// Where it starts: where branches to it go.
+    at: usize,
+    /// Its length after re-padding (switches) or, for a return, the goto that replaces it.
     len: usize,
 }
 
@@ -499,34 +587,59 @@ fn switch_pad(at: usize) -> usize {
     (4 - (at + 1) % 4) % 4
 }
 
-/// Places every instruction after a prologue, with `prefix` bytes before and `suffix`
-/// bytes after each; returns the end of the moved code.
+/// Places every instruction after a prologue, each return as a goto of `goto_len` bytes and
+/// with `suffix` bytes after each; returns the end of the moved code.
 fn layout(
     insns: &[Insn],
     places: &mut Vec<Place>,
     prologue: usize,
-    prefix: impl Fn(&Insn) -> usize,
+    goto_len: usize,
     suffix: impl Fn(&Insn) -> usize,
 ) -> usize {
     places.clear();
     places.reserve(insns.len());
     let mut pos = prologue;
     for i in insns {
-        let start = pos;
-        pos += prefix(i);
         let len = if matches!(i.op, code::TABLESWITCH | code::LOOKUPSWITCH) {
             i.len - switch_pad(i.pc) + switch_pad(pos)
+        } else if code::is_return(i.op) {
+            goto_len
         } else {
             i.len
         };
-        places.push(Place {
-            start,
-            body: pos,
-            len,
-        });
+        places.push(Place { at: pos, len });
         pos += len + suffix(i);
     }
     pos
+}
+
+/// The verification type a method's return instruction `ret` returns (None: `return`): for
+/// `areturn`, a Class constant of the descriptor's return type.
+fn return_type(
+    pool: &mut ConstantPool,
+    refs: &mut Refs,
+    descriptor: u16,
+    ret: u8,
+) -> Result<Option<VType>> {
+    Ok(match ret {
+        code::IRETURN => Some(VType::Integer),
+        173 => Some(VType::Long),
+        174 => Some(VType::Float),
+        175 => Some(VType::Double),
+        176 => {
+            let d = pool.utf8(descriptor)?;
+            let Some(close) = d.iter().position(|&b| b == b')') else {
+                return err("bad method descriptor");
+            };
+            let name = match &d[close + 1..] {
+                [b'L', name @ .., b';'] => name.to_vec(),
+                array @ [b'[', ..] => array.to_vec(),
+                _ => return err("areturn in a method that returns no reference"),
+            };
+            Some(VType::Object(refs.class(pool, &name)?))
+        }
+        _ => None,
+    })
 }
 
 fn rewrite(
@@ -564,8 +677,13 @@ fn rewrite(
         return err("constructor without a super() or this() call");
     }
     let push = key_push(pool, m.key)?;
-    let prologue = refs.entry(pool, &push, weave, m.is_static, m.is_ctor)?;
-    let exit = refs.exit(pool, &push)?;
+    let prologue = refs.gated_entry(pool, &push, weave, m.is_static, m.is_ctor)?;
+    let rethrow = refs.gated_exit(pool, &push, code::ATHROW)?;
+    let ret = insns.iter().find(|i| code::is_return(i.op)).map(|i| i.op);
+    let exit_block = match ret {
+        Some(ret) => refs.gated_exit(pool, &push, ret)?,
+        None => Snippet::of(&[]),
+    };
     let allocated = if weave.alloc && !analysis.allocations.is_empty() {
         Snippet::of(&[&[code::DUP], &refs.call(pool, Ref::Allocated)?])
     } else {
@@ -588,21 +706,18 @@ fn rewrite(
             &[]
         }
     };
-    let prefix_of = |i: &Insn| -> &[u8] {
-        if code::is_return(i.op) {
-            &exit
-        } else {
-            &[]
-        }
-    };
-
-    let end = layout(
-        insns,
-        places,
-        prologue.len(),
-        |i| prefix_of(i).len(),
-        |i| suffix_of(i).len(),
-    );
+    // Each return becomes a goto to the exit block after the body: a goto_w once the body
+    // outgrows a 16-bit offset.
+    let mut goto_len = 3;
+    let mut end = layout(insns, places, prologue.len(), goto_len, |i| {
+        suffix_of(i).len()
+    });
+    if ret.is_some() && end > 0x7FFF {
+        goto_len = 5;
+        end = layout(insns, places, prologue.len(), goto_len, |i| {
+            suffix_of(i).len()
+        });
+    }
     index.clear();
     index.resize(code.code.len() + 1, u32::MAX);
     for (k, i) in insns.iter().enumerate() {
@@ -614,27 +729,30 @@ fn rewrite(
             return Ok(end);
         }
         match index.get(old) {
-            Some(&k) if k != u32::MAX => Ok(places[k as usize].start),
+            Some(&k) if k != u32::MAX => Ok(places[k as usize].at),
             _ => err(format!("offset {} is not an instruction", old)),
         }
     };
 
-    // The body, two handlers and the padding.
+    // The body, the exit block, two handlers and the padding.
     out.clear();
-    out.reserve(end + 2 * (exit.len() + 1) + INLINE_LIMIT + 16);
+    out.reserve(end + exit_block.len() + 2 * rethrow.len() + INLINE_LIMIT + 16);
     out.extend_from_slice(&prologue);
     for (i, place) in insns.iter().zip(places.iter()) {
-        out.extend_from_slice(prefix_of(i));
-        emit(out, &code.code, i, place.body, &map)?;
+        if code::is_return(i.op) {
+            goto(out, end - place.at, goto_len);
+        } else {
+            emit(out, &code.code, i, place.at, &map)?;
+        }
         out.extend_from_slice(suffix_of(i));
     }
+    debug_assert_eq!(out.len(), end);
+    out.extend_from_slice(&exit_block);
     let catch_all = out.len();
-    out.extend_from_slice(&exit);
-    out.push(code::ATHROW);
+    out.extend_from_slice(&rethrow);
     let catch_before_super = out.len();
     if m.is_ctor {
-        out.extend_from_slice(&exit);
-        out.push(code::ATHROW);
+        out.extend_from_slice(&rethrow);
     }
     if out.len() > 0xFFFF {
         return err("would outgrow the 64 KiB code limit");
@@ -656,12 +774,27 @@ fn rewrite(
     }
     let begin = prologue.len();
     let thrown = [VType::Object(throwable)];
-    let mut catch_frames = Vec::with_capacity(3);
-    catch_frames.push(Frame {
-        offset: catch_all,
-        locals: &[],
-        stack: &thrown,
-    });
+    let returned = match ret {
+        Some(ret) => return_type(pool, refs, m.descriptor, ret)?,
+        None => None,
+    };
+    let returned = returned.as_slice();
+    // Each block after the body has two frames: at its start, and at its return or athrow,
+    // where its gate's branch lands. Locals are dropped: no instruction there reads one.
+    let mut catch_frames = Vec::with_capacity(7);
+    let mut block = |start: usize, len: usize, locals, stack| {
+        for offset in [start, start + len - 1] {
+            catch_frames.push(Frame {
+                offset,
+                locals,
+                stack,
+            });
+        }
+    };
+    if ret.is_some() {
+        block(end, exit_block.len(), &[], returned);
+    }
+    block(catch_all, rethrow.len(), &[], &thrown);
     match analysis.super_call.filter(|_| m.is_ctor) {
         Some(pc) => {
             // The super()/this() call itself stays uncovered: HotSpot checks a handler that
@@ -669,11 +802,11 @@ fn rewrite(
             // uninitialized flag still set, which no frame can satisfy. An exception from it
             // leaves without an exit record; the writer unwinds such frames by key.
             let call = places[index[pc] as usize];
-            let after_super = call.body + call.len;
-            if begin < call.body {
+            let after_super = call.at + call.len;
+            if begin < call.at {
                 handlers.push(Handler {
                     start: begin as u16,
-                    end: call.body as u16,
+                    end: call.at as u16,
                     handler: catch_before_super as u16,
                     catch_type: 0,
                 });
@@ -686,11 +819,12 @@ fn rewrite(
                     catch_type: 0,
                 });
             }
-            catch_frames.push(Frame {
-                offset: catch_before_super,
-                locals: &[VType::UninitializedThis],
-                stack: &thrown,
-            });
+            block(
+                catch_before_super,
+                rethrow.len(),
+                &[VType::UninitializedThis],
+                &thrown,
+            );
         }
         None => handlers.push(Handler {
             start: begin as u16,
@@ -730,7 +864,7 @@ fn rewrite(
             Table::Locals => local_variables(&mut new, &a.data, &map)?,
             Table::StackMap => {
                 had_stack_map = true;
-                stackmap::remap(&mut new, &a.data, &map, &catch_frames)?;
+                stackmap::remap(&mut new, &a.data, &map, Some(begin), &catch_frames)?;
             }
         }
         end_attribute(&mut new, length_at);
@@ -738,7 +872,7 @@ fn rewrite(
     }
     if !had_stack_map && m.stack_maps {
         let length_at = attribute_header(&mut new, refs.get(pool, Ref::StackMapTable)?);
-        stackmap::encode(&mut new, &catch_frames)?;
+        stackmap::encode_after_prologue(&mut new, begin, &catch_frames)?;
         end_attribute(&mut new, length_at);
         count += 1;
     }
@@ -897,6 +1031,95 @@ mod tests {
         );
         assert_eq!(cf.pool.text(m.name).unwrap(), "m\0\u{1F600}");
         assert!(cf.pool.is_utf8(m.attributes[0].name, b"Code"));
+    }
+
+    #[test]
+    fn returns_jump_to_one_gated_exit_and_the_prologue_skips_its_call_while_paused() {
+        // class C { static String m(boolean b) { return b ? null : null; } } with two
+        // areturns and a Class constant for String, assembled by hand (version 52: stack maps).
+        let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 11];
+        for utf8 in [
+            &b"C"[..],
+            b"java/lang/Object",
+            b"m",
+            b"(Z)Ljava/lang/String;",
+        ] {
+            class.push(1);
+            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
+            class.extend_from_slice(utf8);
+        }
+        class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class C, #6 Class Object
+        class.extend_from_slice(&[1, 0, 4, b'C', b'o', b'd', b'e']); // #7 "Code"
+        class.extend_from_slice(&[1, 0, 16]); // #8 "java/lang/String"
+        class.extend_from_slice(b"java/lang/String");
+        class.extend_from_slice(&[7, 0, 8]); // #9 Class String
+        class.extend_from_slice(&[1, 0, 13]); // #10 "StackMapTable"
+        class.extend_from_slice(b"StackMapTable");
+        class.extend_from_slice(&[0x00, 0x21, 0, 5, 0, 6, 0, 0, 0, 0]); // no interfaces, fields
+        class.extend_from_slice(&[0, 1, 0x00, 0x09, 0, 3, 0, 4, 0, 1]); // static m, one attribute
+                                                                        // iload_0; ifeq +5; aconst_null; areturn; aconst_null; areturn — a same frame at 6.
+        let code = [0x1A, 0x99, 0, 5, 0x01, 0xB0, 0x01, 0xB0];
+        let table = [0, 10, 0, 0, 0, 3, 0, 1, 6];
+        class.extend_from_slice(&[0, 7]);
+        class.extend_from_slice(&((8 + code.len() + 4 + table.len()) as u32).to_be_bytes());
+        class.extend_from_slice(&[0, 1, 0, 1]); // max_stack, max_locals
+        class.extend_from_slice(&(code.len() as u32).to_be_bytes());
+        class.extend_from_slice(&code);
+        class.extend_from_slice(&[0, 0, 0, 1]); // no handlers, one attribute
+        class.extend_from_slice(&table);
+        class.extend_from_slice(&[0, 0]);
+        let weave = Weave {
+            inlinable: true,
+            ..Weave::default()
+        };
+        let out = instrument(&class, 7, weave).unwrap();
+        assert_eq!(out.instrumented, 1);
+        let cf = ClassFile::parse(&out.bytes).unwrap();
+        let body = Code::parse(&cf.methods[0].attributes[0].data).unwrap();
+        let insns = code::decode(&body.code).unwrap();
+        let ops: Vec<u8> = insns.iter().map(|i| i.op).collect();
+        #[rustfmt::skip]
+        assert_eq!(ops, [
+            code::GETSTATIC, code::IFEQ, code::SIPUSH, code::INVOKESTATIC, // prologue
+            0x1A, 0x99, 0x01, code::GOTO, 0x01, code::GOTO, // body
+            code::GETSTATIC, code::IFLE, code::SIPUSH, code::INVOKESTATIC, 0xB0, // exit
+            code::GETSTATIC, code::IFLE, code::SIPUSH, code::INVOKESTATIC, code::ATHROW,
+        ]);
+        let at = |k: usize| insns[k].pc;
+        let targets = |k: usize| code::targets(&body.code, &insns[k]).unwrap();
+        assert_eq!(targets(1), [at(4)], "a closed gate skips the entry call");
+        assert_eq!(targets(7), [at(10)], "each return jumps to the exit block");
+        assert_eq!(targets(9), [at(10)]);
+        assert_eq!(targets(11), [at(14)], "a closed gate skips the exit call");
+        assert_eq!(
+            &body.code[at(2)..at(2) + 3],
+            &[code::SIPUSH, 0, 7],
+            "the key"
+        );
+        let (owner, name, _) = cf
+            .pool
+            .member_ref(u16::from_be_bytes([
+                body.code[at(0) + 1],
+                body.code[at(0) + 2],
+            ]))
+            .unwrap();
+        assert_eq!((owner, name), (TRAMPOLINE.as_bytes(), &b"gate"[..]));
+        let frames = stackmap::decode(&body.attributes[0].data, &[VType::Integer]).unwrap();
+        let offsets: Vec<usize> = frames.iter().map(|f| f.offset).collect();
+        assert_eq!(offsets, [at(4), at(8), at(10), at(14), at(15), at(19)]);
+        assert_eq!(
+            frames[0].locals,
+            [VType::Integer],
+            "the body starts as the method did"
+        );
+        for exit in &frames[2..4] {
+            assert!(exit.locals.is_empty());
+            assert_eq!(
+                exit.stack,
+                [VType::Object(9)],
+                "the class's own String constant"
+            );
+        }
     }
 
     #[test]

@@ -163,14 +163,31 @@ pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Decoded>> {
 /// take their extended form when the moved delta no longer fits in the type byte (or their
 /// short one when it fits again). Nothing is decoded into locals: the method's parameters,
 /// which the first frame is relative to, do not change.
-pub fn remap(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap, extra: &[Frame]) -> Result<()> {
+///
+/// `lead` is where the first instruction lands after a prologue whose gate branches there: a
+/// same frame (the method's initial locals) is put there unless a frame already is.
+pub fn remap(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    map: &OffsetMap,
+    lead: Option<usize>,
+    extra: &[Frame],
+) -> Result<()> {
     let mut r = Reader::new(data);
     let n = r.u2()?;
-    let Ok(count) = u16::try_from(usize::from(n) + extra.len()) else {
+    let lead = match lead {
+        Some(_) if n > 0 && first_offset(data)? == 0 => None,
+        lead => lead,
+    };
+    let led = lead.is_some();
+    let Ok(count) = u16::try_from(usize::from(n) + extra.len() + usize::from(led)) else {
         return err("too many stack map frames");
     };
     put_u2(out, count);
     let (mut old, mut new) = (-1i64, -1i64);
+    if let Some(lead) = lead {
+        new = put_lead(out, lead)?;
+    }
     for _ in 0..n {
         let t = r.u1()?;
         let delta = match t {
@@ -218,6 +235,33 @@ pub fn remap(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap, extra: &[Frame]) -
 pub fn encode(out: &mut Vec<u8>, frames: &[Frame]) -> Result<()> {
     put_u2(out, frames.len() as u16);
     append(out, -1, frames)
+}
+
+/// [`encode`] after a same frame at `lead`, where the prologue's gate branches to.
+pub fn encode_after_prologue(out: &mut Vec<u8>, lead: usize, frames: &[Frame]) -> Result<()> {
+    put_u2(out, frames.len() as u16 + 1);
+    let previous = put_lead(out, lead)?;
+    append(out, previous, frames)
+}
+
+/// A same frame at `lead` as a table's first (its delta is its offset); returns the offset.
+fn put_lead(out: &mut Vec<u8>, lead: usize) -> Result<i64> {
+    let Ok(delta) = u16::try_from(lead) else {
+        return err("prologue too long");
+    };
+    put_delta(out, delta, 0, 251);
+    Ok(lead as i64)
+}
+
+/// The offset of a non-empty table's first frame (its delta).
+fn first_offset(data: &[u8]) -> Result<u16> {
+    let mut r = Reader::new(data);
+    r.u2()?;
+    Ok(match r.u1()? {
+        t @ 0..=63 => u16::from(t),
+        t @ 64..=127 => u16::from(t - 64),
+        _ => r.u2()?,
+    })
 }
 
 /// Writes `frames` after a frame at `previous` (-1: none), the first in full.
@@ -320,7 +364,7 @@ mod tests {
 
     fn remapped(data: &[u8], map: &OffsetMap, extra: &[Frame]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        remap(&mut out, data, map, extra)?;
+        remap(&mut out, data, map, None, extra)?;
         Ok(out)
     }
 
@@ -373,6 +417,36 @@ mod tests {
             remapped(&table, &|at| Ok(20 - at.min(20)), &[]).is_err(),
             "frames moved out of order are refused"
         );
+    }
+
+    #[test]
+    fn a_same_frame_leads_where_the_body_begins_unless_one_is_there() {
+        let shift = |at: usize| Ok(at + 12); // a 12-byte prologue
+        let initial = [VType::Object(9)];
+        let table = TABLE; // first frame at 3
+        let mut out = Vec::new();
+        remap(&mut out, &table, &shift, Some(12), &[]).unwrap();
+        let frames = decode(&out, &initial).unwrap();
+        assert_eq!(frames.len(), 6);
+        assert_eq!(
+            (frames[0].offset, &frames[0].locals[..]),
+            (12, &initial[..])
+        );
+        assert_eq!(frames[1].offset, 15);
+        assert_eq!(frames[2].locals, [VType::Object(9), VType::Integer]);
+        // A table whose first frame is at 0 already has one where the body begins.
+        let at_zero = [0, 2, 0, 64 + 3, 5];
+        let mut out = Vec::new();
+        remap(&mut out, &at_zero, &shift, Some(12), &[]).unwrap();
+        let offsets: Vec<usize> = decode(&out, &initial)
+            .unwrap()
+            .iter()
+            .map(|f| f.offset)
+            .collect();
+        assert_eq!(offsets, [12, 16]);
+        let mut out = Vec::new();
+        encode_after_prologue(&mut out, 12, &[]).unwrap();
+        assert_eq!(out, [0, 1, 12], "one same frame");
     }
 
     #[test]

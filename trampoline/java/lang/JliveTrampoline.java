@@ -10,17 +10,19 @@ import jdk.internal.vm.annotation.DontInline;
  * with RegisterNatives to functions that read the tick counter and append a record, and
  * answers the address of libjlive's burst gate. Registering from here, with this class as the
  * caller, keeps HotSpot from warning about an agent rebinding a platform class's natives.
- * Instrumented methods call {@link #enter} first, {@link #exit} before every return and from
- * a catch-all handler that rethrows.
  *
- * <p>Each trampoline reads the gate before it calls its native: while no burst records, a
- * traced call from compiled code costs a Java call, a load and a branch each way (5-6 ns in
- * all, against 23 ns for two JNI calls). The trampolines are {@code @DontInline}: inlined
- * into every caller, they made C1's code half as big again; out of line, the gate's branch
- * lives in these six methods rather than in every caller. The gate is a hint: the natives
- * check the burst again, so a stale read only delays the moment recording starts or stops by
- * a call. It is read as a volatile, so that a compiled loop cannot hoist the read and miss a
- * burst that begins later.
+ * <p>Instrumented methods read {@link #gate} first and call {@link #enter0} unless it is 0;
+ * every return, and a catch-all handler that rethrows, jump to a block that reads it again and
+ * calls {@link #exit0} if it is above 0. libjlive sets it with JNI as bursts begin and end. So
+ * while no burst records, a traced call costs two loads and two branches, in the interpreter
+ * as in compiled code, and no call. Native-method wrappers and the other events call the
+ * trampolines below, which read libjlive's own gate before they call their native; they are
+ * {@code @DontInline}, so that their branch lives in these methods rather than in every
+ * caller.
+ *
+ * <p>Both gates are hints: the natives check the burst again, so a stale read only delays the
+ * moment recording starts or stops by a call. They are read as volatiles, so that a compiled
+ * loop cannot hoist the read and miss a burst that begins later.
  */
 public final class JliveTrampoline {
     /** Gate bits (libjlive's capture::bci::GATE_*). */
@@ -29,6 +31,9 @@ public final class JliveTrampoline {
     private static final Unsafe U = Unsafe.getUnsafe();
     /** The gate's native address, from {@link #bind}. */
     private static final long GATE = bind();
+
+    /** 1 while a burst records method entries and exits, -1 entries only, 0 neither. */
+    public static volatile int gate;
 
     private JliveTrampoline() {
     }
@@ -83,15 +88,15 @@ public final class JliveTrampoline {
         }
     }
 
-    private static native void enter0(int key);
+    public static native void enter0(int key);
 
-    private static native void enterObject0(Object receiver, int key);
+    public static native void enterObject0(Object receiver, int key);
 
-    private static native void enterConstructor0(int key);
+    public static native void enterConstructor0(int key);
 
     private static native void constructed0(Object self, int key);
 
-    private static native void exit0(int key);
+    public static native void exit0(int key);
 
     private static native void allocated0(Object object);
 }
