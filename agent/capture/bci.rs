@@ -10,10 +10,11 @@
 //!   for a retransformed class).
 //! - VMInit: classes loaded before the hook could instrument them are retransformed.
 //!
-//! The trampolines are the hot path. Their Java side reads [`GATE`] (set by `set_gate` as
-//! bursts begin and end) and calls a native only while a burst records: read the tick
-//! counter, append one record, return. The agent overhead a record carries is a constant
-//! measured at start-up instead of a second tick read per call.
+//! The trampoline natives are the hot path. Instrumented methods read `JliveTrampoline.gate`
+//! (which `set_gate` sets with JNI as bursts begin and end, from [`GATE`]) and call the entry
+//! and exit natives only while a burst records: read the tick counter, append one record,
+//! return. The agent overhead a record carries is a constant measured at start-up instead of
+//! a second tick read per call.
 
 use super::{entered, exited};
 use crate::buffer::Hub;
@@ -43,11 +44,11 @@ pub const LOADER_TAG: i64 = 1 << 61;
 static READY: AtomicBool = AtomicBool::new(false);
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
-/// What the open burst records (the JVMTI events are simply switched under capture=events),
-/// read by the Java side of every trampoline before it calls its native (JliveTrampoline's
-/// ENTRIES, EXITS, ALLOCATIONS): while it is 0, a trampoline call from compiled code is a Java
-/// call, a load and a branch, and no JNI transition. The Java side's read may be stale by a
-/// call, so the natives read it again (with the hub's `tracing`).
+/// What the open burst records (the JVMTI events are simply switched under capture=events).
+/// Instrumented methods read its Java copy, `JliveTrampoline.gate`, and the Java trampolines of
+/// native-method wrappers and allocation sites read it itself (JliveTrampoline's ENTRIES,
+/// EXITS, ALLOCATIONS), before they call a native. Either read may be stale by a call, so the
+/// natives read it again (with the hub's `tracing`).
 static GATE: AtomicI32 = AtomicI32::new(0);
 const GATE_ENTRIES: i32 = 1;
 const GATE_EXITS: i32 = 2;
@@ -200,8 +201,13 @@ pub fn set_gate(methods: Methods, alloc: bool) {
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
     GATE.store(methods | alloc, Ordering::SeqCst);
     if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
-        // Bursts begin and end on attached threads (VM init and death, the control thread,
-        // the Java API), so this seldom attaches one.
+        if p.closed.load(Ordering::SeqCst) {
+            // The last burst ends with the JVM: the natives see GATE closed, and a thread that
+            // unloads the agent must not attach to a JVM being torn down.
+            return;
+        }
+        // Bursts begin and end on attached threads (VM init, the control thread, the Java
+        // API), so this seldom attaches one.
         let gate = methods | alloc;
         if p.vm.with_env(|jni| set_java_gates(jni, gate)).is_none() {
             log::warn("cannot reach the JVM to set the trampolines' gate");
