@@ -11,7 +11,8 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use jni_sys::{
-    jboolean, jclass, jint, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod, JavaVM,
+    jboolean, jclass, jfieldID, jint, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod,
+    JavaVM,
 };
 use std::ffi::CStr;
 use std::marker::PhantomData;
@@ -154,18 +155,23 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// A static field of a class, by name and type signature.
+    fn static_field(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<jfieldID> {
+        // SAFETY: names are NUL-terminated; class is a live reference.
+        let field = unsafe {
+            ((**self.env).GetStaticFieldID?)(self.env, class, name.as_ptr(), sig.as_ptr())
+        };
+        self.clear_exception();
+        (!field.is_null()).then_some(field)
+    }
+
     /// Sets a static boolean field of a class.
     pub fn set_static_boolean(&self, class: jclass, name: &CStr, value: bool) -> bool {
-        // SAFETY: names are NUL-terminated; class is a live reference.
+        let Some(field) = self.static_field(class, name, c"Z") else {
+            return false;
+        };
+        // SAFETY: env is the current thread's JNIEnv; field is a boolean field of class.
         unsafe {
-            let Some(field_id) = (**self.env).GetStaticFieldID else {
-                return false;
-            };
-            let field = field_id(self.env, class, name.as_ptr(), c"Z".as_ptr());
-            self.clear_exception();
-            if field.is_null() {
-                return false;
-            }
             match (**self.env).SetStaticBooleanField {
                 Some(set) => set(self.env, class, field, jboolean::from(value)),
                 None => return false,
@@ -176,16 +182,11 @@ impl<'cb> Jni<'cb> {
 
     /// Sets a static int field of a class.
     pub fn set_static_int(&self, class: jclass, name: &CStr, value: jint) -> bool {
-        // SAFETY: names are NUL-terminated; class is a live reference.
+        let Some(field) = self.static_field(class, name, c"I") else {
+            return false;
+        };
+        // SAFETY: env is the current thread's JNIEnv; field is an int field of class.
         unsafe {
-            let Some(field_id) = (**self.env).GetStaticFieldID else {
-                return false;
-            };
-            let field = field_id(self.env, class, name.as_ptr(), c"I".as_ptr());
-            self.clear_exception();
-            if field.is_null() {
-                return false;
-            }
             match (**self.env).SetStaticIntField {
                 Some(set) => set(self.env, class, field, value),
                 None => return false,

@@ -166,20 +166,26 @@ impl Refs {
 
     /// The entry call of the method whose key `push` pushes: with objects=on an instance
     /// method passes its receiver, and a constructor's receiver follows once super() returns.
+    /// `natives`: the natives themselves, else the Java trampolines that read the gate first.
     fn entry(
         &mut self,
         pool: &mut ConstantPool,
         push: &[u8],
         weave: Weave,
-        is_static: bool,
-        is_ctor: bool,
+        (is_static, is_ctor): (bool, bool),
+        natives: bool,
     ) -> Result<Snippet> {
-        Ok(if weave.objects && !is_static && !is_ctor {
-            Snippet::of(&[&[code::ALOAD_0], push, &self.call(pool, Ref::EnterObject)?])
-        } else if weave.objects && is_ctor {
-            Snippet::of(&[push, &self.call(pool, Ref::EnterConstructor)?])
+        let [plain, object, constructor] = if natives {
+            [Ref::Enter0, Ref::EnterObject0, Ref::EnterConstructor0]
         } else {
-            Snippet::of(&[push, &self.call(pool, Ref::Enter)?])
+            [Ref::Enter, Ref::EnterObject, Ref::EnterConstructor]
+        };
+        Ok(if weave.objects && !is_static && !is_ctor {
+            Snippet::of(&[&[code::ALOAD_0], push, &self.call(pool, object)?])
+        } else if weave.objects && is_ctor {
+            Snippet::of(&[push, &self.call(pool, constructor)?])
+        } else {
+            Snippet::of(&[push, &self.call(pool, plain)?])
         })
     }
 
@@ -198,13 +204,7 @@ impl Refs {
         is_static: bool,
         is_ctor: bool,
     ) -> Result<Snippet> {
-        let call = if weave.objects && !is_static && !is_ctor {
-            Snippet::of(&[&[code::ALOAD_0], push, &self.call(pool, Ref::EnterObject0)?])
-        } else if weave.objects && is_ctor {
-            Snippet::of(&[push, &self.call(pool, Ref::EnterConstructor0)?])
-        } else {
-            Snippet::of(&[push, &self.call(pool, Ref::Enter0)?])
-        };
+        let call = self.entry(pool, push, weave, (is_static, is_ctor), true)?;
         let gate = self.get(pool, Ref::Gate)?;
         let skip = 3 + call.len() as u8; // from the ifeq to the first instruction
         Ok(Snippet::of(&[
@@ -359,7 +359,9 @@ fn wrap_native<'a>(
     let target_name = pool.add_utf8_bytes(&prefixed)?;
     let target = pool.add_method_ref_in(this_class, target_name, m.descriptor)?;
     let push = key_push(pool, key)?;
-    let mut code = refs.entry(pool, &push, weave, is_static, false)?.to_vec();
+    let mut code = refs
+        .entry(pool, &push, weave, (is_static, false), false)?
+        .to_vec();
     let begin = code.len();
     let mut slot: usize = 0;
     if !is_static {
