@@ -169,7 +169,8 @@ fn bind(jni: Jni<'_>, class: jclass) {
     ];
     if jni.register_natives(class, &natives) {
         let _ = BOUND.set(jni.global_classes(&[class]));
-        set_java_gates(jni, GATE.load(Ordering::SeqCst));
+        // A burst that began before the binding set GATE alone (set_gate needs BOUND).
+        set_java_gate(jni, GATE.load(Ordering::SeqCst));
         READY.store(true, Ordering::SeqCst);
     }
 }
@@ -179,7 +180,7 @@ static BOUND: OnceLock<GlobalClasses> = OnceLock::new();
 
 /// Sets `JliveTrampoline.gate`, which instrumented methods read before they call the entry
 /// native (unless 0) and the exit native (if above 0), from the gate bits `gate`.
-fn set_java_gates(jni: Jni<'_>, gate: i32) {
+fn set_java_gate(jni: Jni<'_>, gate: i32) {
     let methods = match (gate & GATE_ENTRIES != 0, gate & GATE_EXITS != 0) {
         (true, true) => 1,
         (true, false) => -1,
@@ -199,7 +200,8 @@ pub fn set_gate(methods: Methods, alloc: bool) {
         Methods::On => GATE_ENTRIES | GATE_EXITS,
     };
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
-    GATE.store(methods | alloc, Ordering::SeqCst);
+    let gate = methods | alloc;
+    GATE.store(gate, Ordering::SeqCst);
     if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
         if p.closed.load(Ordering::SeqCst) {
             // The last burst ends with the JVM: the natives see GATE closed, and a thread that
@@ -208,8 +210,7 @@ pub fn set_gate(methods: Methods, alloc: bool) {
         }
         // Bursts begin and end on attached threads (VM init, the control thread, the Java
         // API), so this seldom attaches one.
-        let gate = methods | alloc;
-        if p.vm.with_env(|jni| set_java_gates(jni, gate)).is_none() {
+        if p.vm.with_env(|jni| set_java_gate(jni, gate)).is_none() {
             log::warn("cannot reach the JVM to set the trampolines' gate");
         }
     }

@@ -986,15 +986,20 @@ fn local_variables(out: &mut Vec<u8>, data: &[u8], map: &OffsetMap) -> Result<()
 mod tests {
     use super::*;
 
+    /// Appends Utf8 constants to a class file assembled by hand.
+    fn utf8s(class: &mut Vec<u8>, texts: &[&[u8]]) {
+        for text in texts {
+            class.push(1);
+            class.extend_from_slice(&(text.len() as u16).to_be_bytes());
+            class.extend_from_slice(text);
+        }
+    }
+
     #[test]
     fn a_class_without_code_gets_no_new_constants() {
         // interface I { void m(); }, assembled by hand: six constants, one abstract method.
         let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 7];
-        for utf8 in [&b"I"[..], b"java/lang/Object", b"m", b"()V"] {
-            class.push(1);
-            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
-            class.extend_from_slice(utf8);
-        }
+        utf8s(&mut class, &[b"I", b"java/lang/Object", b"m", b"()V"]);
         class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class I, #6 Class Object
         class.extend_from_slice(&[0x06, 0x01, 0, 5, 0, 6, 0, 0, 0, 0]); // interface, no fields
         class.extend_from_slice(&[0, 1, 0x04, 0x01, 0, 3, 0, 4, 0, 0]); // abstract m()V
@@ -1010,11 +1015,7 @@ mod tests {
         // supplementary character (a surrogate pair, 6 bytes), which plain UTF-8 has otherwise.
         let name = b"m\xC0\x80\xED\xA0\xBD\xED\xB8\x80";
         let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 8];
-        for utf8 in [&b"C"[..], b"java/lang/Object", name, b"()V"] {
-            class.push(1);
-            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
-            class.extend_from_slice(utf8);
-        }
+        utf8s(&mut class, &[b"C", b"java/lang/Object", name, b"()V"]);
         class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class C, #6 Class Object
         class.extend_from_slice(&[1, 0, 4, b'C', b'o', b'd', b'e']); // #7 "Code"
         class.extend_from_slice(&[0x00, 0x21, 0, 5, 0, 6, 0, 0, 0, 0]); // no interfaces, fields
@@ -1040,26 +1041,18 @@ mod tests {
         // class C { static String m(boolean b) { return b ? null : null; } } with two
         // areturns and a Class constant for String, assembled by hand (version 52: stack maps).
         let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 11];
-        for utf8 in [
-            &b"C"[..],
-            b"java/lang/Object",
-            b"m",
-            b"(Z)Ljava/lang/String;",
-        ] {
-            class.push(1);
-            class.extend_from_slice(&(utf8.len() as u16).to_be_bytes());
-            class.extend_from_slice(utf8);
-        }
+        utf8s(
+            &mut class,
+            &[b"C", b"java/lang/Object", b"m", b"(Z)Ljava/lang/String;"],
+        );
         class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class C, #6 Class Object
-        class.extend_from_slice(&[1, 0, 4, b'C', b'o', b'd', b'e']); // #7 "Code"
-        class.extend_from_slice(&[1, 0, 16]); // #8 "java/lang/String"
-        class.extend_from_slice(b"java/lang/String");
+        utf8s(&mut class, &[b"Code", b"java/lang/String"]); // #7, #8
         class.extend_from_slice(&[7, 0, 8]); // #9 Class String
-        class.extend_from_slice(&[1, 0, 13]); // #10 "StackMapTable"
-        class.extend_from_slice(b"StackMapTable");
+        utf8s(&mut class, &[b"StackMapTable"]); // #10
         class.extend_from_slice(&[0x00, 0x21, 0, 5, 0, 6, 0, 0, 0, 0]); // no interfaces, fields
         class.extend_from_slice(&[0, 1, 0x00, 0x09, 0, 3, 0, 4, 0, 1]); // static m, one attribute
-                                                                        // iload_0; ifeq +5; aconst_null; areturn; aconst_null; areturn — a same frame at 6.
+
+        // iload_0; ifeq +5; aconst_null; areturn; aconst_null; areturn — a same frame at 6.
         let code = [0x1A, 0x99, 0, 5, 0x01, 0xB0, 0x01, 0xB0];
         let table = [0, 10, 0, 0, 0, 3, 0, 1, 6];
         class.extend_from_slice(&[0, 7]);
