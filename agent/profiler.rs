@@ -286,6 +286,12 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
     if o.capture == Capture::Bci && potential.has(cap::SET_NATIVE_METHOD_PREFIX) {
         wanted.set(cap::SET_NATIVE_METHOD_PREFIX);
     }
+    // capture=bci switches MethodEntry on and off as bursts begin and end, only for the
+    // deoptimization that comes with it (capture::bci::drop_hoisted_gates). With it HotSpot's
+    // interpreter also checks at every call whether the thread reports method events.
+    if o.capture == Capture::Bci && potential.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
+        wanted.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+    }
     for optional in [
         cap::GET_SOURCE_FILE_NAME,
         cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
@@ -311,7 +317,11 @@ impl Profiler {
         cb.base.ThreadStart = Some(callbacks::thread_start);
         cb.base.ThreadEnd = Some(callbacks::thread_end);
         cb.base.ClassPrepare = Some(callbacks::class_prepare);
-        cb.base.MethodEntry = Some(capture::events::method_entry);
+        cb.base.MethodEntry = Some(if self.uses_bci() {
+            capture::bci::interpreted_only_entry
+        } else {
+            capture::events::method_entry
+        });
         cb.base.MethodExit = Some(capture::events::method_exit);
         cb.base.GarbageCollectionStart = Some(callbacks::gc_start);
         cb.base.GarbageCollectionFinish = Some(callbacks::gc_finish);

@@ -1,7 +1,8 @@
-//! How instrumented code meets HotSpot's JIT. Under capture=bci every instrumented method is
-//! padded past FreqInlineSize, so that neither C1 nor C2 inlines it (a compilation that
-//! inlines a hundred instrumented methods spends up to a second in register allocation);
-//! `inline=on` leaves methods short. HotSpot's own -XX:+PrintInlining is the witness.
+//! How instrumented code meets HotSpot's JIT. Under capture=bci with `inline=off` (the default
+//! when a burst opens at start-up) every instrumented method is padded past FreqInlineSize, so
+//! that neither C1 nor C2 inlines it (a compilation that inlines a hundred instrumented methods
+//! spends up to a second in register allocation); a JVM started paused leaves methods short.
+//! HotSpot's own -XX:+PrintInlining is the witness.
 //!
 //! Each instrumented method reads `JliveTrampoline.gate` before it calls an entry or exit
 //! native, so a JVM that never opens a burst calls no trampoline native, and no trampoline is
@@ -77,9 +78,9 @@ fn inlined(line: &str) -> bool {
 }
 
 #[test]
-fn instrumented_methods_are_not_inlined_unless_inline_on() {
+fn instrumented_methods_are_padded_under_inline_off_and_inlined_when_paused() {
     for jdk in jdks() {
-        let run = inlining_of_step(&jdk, "");
+        let run = inlining_of_step(&jdk, ",inline=off");
         let (padded, count) = (&run.step, run.padded);
         assert!(count > 1000, "{}: only {} methods padded", jdk.name, count);
         assert!(
@@ -94,12 +95,13 @@ fn instrumented_methods_are_not_inlined_unless_inline_on() {
             jdk.name,
             padded
         );
-        let run = inlining_of_step(&jdk, ",inline=on");
+        // start=paused: inline=auto leaves methods short.
+        let run = inlining_of_step(&jdk, "");
         let (short, count) = (&run.step, run.padded);
-        assert_eq!(count, 0, "{}: methods padded under inline=on", jdk.name);
+        assert_eq!(count, 0, "{}: methods padded in a paused JVM", jdk.name);
         assert!(
             short.iter().any(|l| l.ends_with("inline (hot)")),
-            "{}: with inline=on C2 did not inline Hot.step: {:?}",
+            "{}: in a paused JVM C2 did not inline Hot.step: {:?}",
             jdk.name,
             short
         );
@@ -122,6 +124,44 @@ fn a_paused_jvm_calls_no_trampoline_native() {
             "{}: a trampoline was inlined: {:?}",
             jdk.name,
             run.trampolines
+        );
+    }
+}
+
+/// Spin's loop is compiled paused, with step() inlined and the gate's calls compiled away; a
+/// burst begins 500 ms later and lasts 300 ms. JliveTrampoline.gate is a plain field, so C2
+/// reads it once before the loop; jlive makes every thread leave its compiled frames when it
+/// sets the gate, and the loop, interpreted and then compiled again, records the burst.
+#[test]
+fn a_burst_begun_while_a_compiled_loop_runs_records_the_loop() {
+    for jdk in jdks() {
+        let options = "capture=bci,start=paused,delay=500ms,duration=300ms,control=off";
+        let (run, trace) = traced(&jdk, options, &["Spin"]);
+        assert!(
+            run.stdout.starts_with("calls "),
+            "{}: {}",
+            jdk.name,
+            run.stdout
+        );
+        let (entries, exits) = total(&calls(&trace), "Spin.step");
+        println!(
+            "{}: Spin.step in a 300 ms burst: {} entries, {} exits",
+            jdk.name, entries, exits
+        );
+        // Recording, a call costs tens of ns: 300 ms hold millions. A loop that kept the gate it
+        // read before the burst would record none.
+        assert!(
+            entries > 100_000,
+            "{}: {} entries of Spin.step",
+            jdk.name,
+            entries
+        );
+        assert!(
+            entries.abs_diff(exits) <= 1,
+            "{}: {} entries, {} exits",
+            jdk.name,
+            entries,
+            exits
         );
     }
 }

@@ -21,8 +21,10 @@ import jdk.internal.vm.annotation.DontInline;
  * caller.
  *
  * <p>Both gates are hints: the natives check the burst again, so a stale read only delays the
- * moment recording starts or stops by a call. They are read as volatiles, so that a compiled
- * loop cannot hoist the read and miss a burst that begins later.
+ * moment recording starts or stops. {@link #gate} is a plain field, so that the JIT may move
+ * other loads across its reads (a volatile read orders every load after it); a compiled loop
+ * with no call may then read it once before the loop, and libjlive makes every thread leave
+ * its compiled frames whenever it sets it (JVMTI's interpreted-only mode, entered and left).
  */
 public final class JliveTrampoline {
     /** Gate bits (libjlive's capture::bci::GATE_*). */
@@ -33,7 +35,7 @@ public final class JliveTrampoline {
     private static final long GATE = bind();
 
     /** 1 while a burst records method entries and exits, -1 entries only, 0 neither. */
-    public static volatile int gate;
+    public static int gate;
 
     private JliveTrampoline() {
     }
