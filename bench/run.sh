@@ -2,9 +2,11 @@
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
 # DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh                  # everything (about 16 minutes on 2 cores)
+#   bench/run.sh                  # everything (about 22 minutes on 2 cores)
 #   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
+#   TOMCAT=0 bench/run.sh         # without the paused-Tomcat rows
+#   TOUCH=0 bench/run.sh          # without touching the memory first (touch_memory.c)
 #
 # Needs a JDK 17, gcc, bc; JDK 25 (for the JFR row) when installed; Debian's libh2-java and
 # libxalan2-java for the application rows (installed when apt-get can).
@@ -27,6 +29,11 @@ for c in empty_agent floor_natives; do
     gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
         -o "$work/lib$c.so" "bench/$c.c"
 done
+gcc -O2 -o "$work/touch_memory" bench/touch_memory.c
+
+# A fresh VM pays its host for each page on first write (touch_memory.c): paid here, once.
+echo "== the machine: $("$work/touch_memory" "${TOUCH:-80}")"
+echo
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # On a shared VM the host's other guests take CPU time from ours ("steal", /proc/stat): how
@@ -173,4 +180,52 @@ XSL
     app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
 fi
 echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x"
+stolen_since "$started"
+echo
+
+[ "${TOMCAT:-1}" = 0 ] && exit 0
+catalina=/usr/share/tomcat10/bin/catalina.sh
+if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
+    echo "(no paused-Tomcat rows: apt-get install -y tomcat10 wrk)"
+    exit 0
+fi
+tomcat_rps() { # JLIVE_OPTIONS or "" -> requests/s of wrk over 10 s, after 10 s of warm-up
+    local base=$work/tomcat port=18089 pid f rps
+    rm -rf "$base"
+    mkdir -p "$base"/{conf,logs,temp,webapps/ROOT,work,bin}
+    for f in catalina.properties context.xml jaspic-providers.xml logging.properties tomcat-users.xml web.xml; do
+        cp /etc/tomcat10/$f "$base/conf/"
+    done
+    sed "s/port=\"8080\"/port=\"$port\"/" /etc/tomcat10/server.xml >"$base/conf/server.xml"
+    echo '<html><body>hello from tomcat</body></html>' >"$base/webapps/ROOT/index.html"
+    [ -n "$1" ] && cp examples/appserver/tomcat/setenv.sh "$base/bin/"
+    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$JAVA_HOME JLIVE_LIB=$lib \
+        JLIVE_OPTIONS="$1,control=off,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break
+        sleep 0.2
+    done
+    wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" >/dev/null
+    rps=$(wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" | awk '/Requests\/sec/ {print $2}')
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    echo "${rps:-0}"
+}
+echo "== Tomcat paused: a static page served to wrk (2 threads, 8 connections), no burst,"
+tomcat_rounds=${TOMCAT_ROUNDS:-3}
+echo "   requests/s over 10 s after 10 s of warm-up, median of $tomcat_rounds interleaved rounds"
+tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,inline=off")
+declare -A rps
+started=$(cpu_times)
+for _ in $(seq "$tomcat_rounds"); do
+    for i in "${!tomcat_setups[@]}"; do
+        rps[$i]+="$(tomcat_rps "${tomcat_setups[i]}")"$'\n'
+    done
+done
+plain=$(printf '%s' "${rps[0]}" | median)
+for i in "${!tomcat_setups[@]}"; do
+    v=$(printf '%s' "${rps[$i]}" | median)
+    printf '%-46s %10.0f req/s %6.2fx\n' "${tomcat_setups[i]:-no agent}" "$v" "$(echo "$v / $plain" | bc -l)"
+done
 stolen_since "$started"
