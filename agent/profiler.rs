@@ -289,8 +289,12 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
     // capture=bci switches MethodEntry on and off as bursts begin and end, only for the
     // deoptimization that comes with it (capture::bci::drop_hoisted_gates). With it HotSpot's
     // interpreter also checks at every call whether the thread reports method events.
-    if o.capture == Capture::Bci && potential.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
-        wanted.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+    if o.capture == Capture::Bci {
+        if potential.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
+            wanted.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+        } else {
+            log::warn("this JVM cannot give can_generate_method_entry_events: a compiled loop that runs when a burst begins may go unrecorded until it ends");
+        }
     }
     for optional in [
         cap::GET_SOURCE_FILE_NAME,

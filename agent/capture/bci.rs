@@ -104,7 +104,7 @@ fn weave(p: &Profiler, first_load: bool) -> Weave {
     Weave {
         objects: p.options.objects,
         alloc: p.options.alloc,
-        wrap_natives: first_load && p.caps.has(crate::ffi::jvmti::cap::SET_NATIVE_METHOD_PREFIX),
+        wrap_natives: first_load && p.caps.has(cap::SET_NATIVE_METHOD_PREFIX),
         inlinable: p.options.inlinable(),
     }
 }
