@@ -2,7 +2,7 @@
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
 # DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh                  # everything (about 22 minutes on 2 cores)
+#   bench/run.sh                  # everything (8 minutes on the Xeon of run 26, ~20 on the EPYC)
 #   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #   TOMCAT=0 bench/run.sh         # without the paused-Tomcat rows
