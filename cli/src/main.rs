@@ -89,6 +89,7 @@ fn dump(_path: &str, data: &[u8]) -> Result<u8, String> {
         events: Vec::new(),
         classes: Default::default(),
         threads: Default::default(),
+        cut_at: None,
     };
     loop {
         match decoder.next_event() {
@@ -141,7 +142,16 @@ fn stats(args: &[String]) -> Result<u8, String> {
         ),
         _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
     };
-    let trace = Trace::decode(&read(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let data = read(path)?;
+    let trace = Trace::decode(&data).map_err(|e| format!("{}: {}", path, e))?;
     print!("{}", Stats::of(&trace).report(top));
+    if let Some(at) = trace.cut_at {
+        eprintln!(
+            "jlive: {}: the file ends inside its last event (offset {}; the JVM was stopped while it wrote?): the {} bytes from there are left out",
+            path,
+            at,
+            data.len() - at
+        );
+    }
     Ok(0)
 }

@@ -12,12 +12,16 @@ pub struct Trace {
     pub events: Vec<(usize, Event)>,
     pub classes: HashMap<u16, ClassLoad>,
     pub threads: HashMap<u32, String>,
+    /// Where the file ends inside an event, whose bytes are left out.
+    pub cut_at: Option<usize>,
 }
 
 impl Trace {
-    /// Decodes a whole file; fails at the first undecodable event.
+    /// Decodes a whole file; fails at the first undecodable event, except a last one that the
+    /// file ends inside of (a JVM killed while its trace was being written): that one is left
+    /// out and `cut_at` says where it began.
     pub fn decode(data: &[u8]) -> Result<Trace, DecodeError> {
-        let (header, events) = jinsight::decode::decode_all(data)?;
+        let (header, events, cut_at) = jinsight::decode::decode_whole_events(data)?;
         let mut classes = HashMap::new();
         let mut threads = HashMap::new();
         for (_, e) in &events {
@@ -36,6 +40,7 @@ impl Trace {
             events,
             classes,
             threads,
+            cut_at,
         })
     }
 

@@ -290,6 +290,41 @@ fn check_rejects_truncation_flipped_codes_and_empty_files() {
     assert!(check(&bad).is_err());
 }
 
+/// A file that ends inside an event (a JVM killed while its writer wrote): `check` names that
+/// event, and `Trace::decode` gives every event before it.
+#[test]
+fn a_file_cut_inside_an_event_decodes_up_to_that_event() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let whole = Trace::decode(&data).unwrap();
+    assert_eq!(whole.cut_at, None);
+    let (last_enter, _) = *whole
+        .events
+        .iter()
+        .rfind(|(_, e)| matches!(e, Event::MethodEnter { .. }))
+        .unwrap();
+    for len in [last_enter + 1, last_enter + 7] {
+        let cut = &data[..len];
+        let err = check(cut).unwrap_err();
+        assert!(err.cut_short && err.offset == last_enter, "{:?}", err);
+        let trace = Trace::decode(cut).unwrap();
+        assert_eq!(trace.cut_at, Some(last_enter));
+        let before = whole
+            .events
+            .iter()
+            .filter(|(at, _)| *at < last_enter)
+            .count();
+        assert_eq!(trace.events.len(), before);
+    }
+    // At an event boundary nothing is cut: only the end is missing.
+    let trace = Trace::decode(&data[..last_enter]).unwrap();
+    assert_eq!(trace.cut_at, None);
+    assert!(!check(&data[..last_enter]).unwrap_err().cut_short);
+    // A bad code is not a cut.
+    let mut bad = data.clone();
+    bad[last_enter] = 0xEE;
+    assert!(Trace::decode(&bad).is_err());
+}
+
 #[test]
 fn decoder_never_panics_on_garbage() {
     let data = fib_trace(jinsight::PLATFORM_LINUX_X86);

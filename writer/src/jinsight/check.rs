@@ -31,7 +31,11 @@ struct State {
 }
 
 fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
-    Err(DecodeError { offset, message })
+    Err(DecodeError {
+        offset,
+        message,
+        cut_short: false,
+    })
 }
 
 /// Checks a whole file held in memory.

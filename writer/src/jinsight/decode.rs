@@ -10,6 +10,8 @@ use std::fmt;
 pub struct DecodeError {
     pub offset: usize,
     pub message: String,
+    /// The file ends inside the event at `offset` (a JVM killed while the writer wrote).
+    pub cut_short: bool,
 }
 
 impl fmt::Display for DecodeError {
@@ -33,6 +35,7 @@ fn error(offset: usize, message: impl Into<String>) -> DecodeError {
     DecodeError {
         offset,
         message: message.into(),
+        cut_short: false,
     }
 }
 
@@ -132,15 +135,18 @@ impl<'a> Decoder<'a> {
                 self.pos = end;
                 Ok(s)
             }
-            None => Err(error(
-                usize::MAX,
-                format!(
-                    "event cut short: needs {} more bytes at offset {}, file has {}",
-                    n,
-                    self.pos,
-                    self.data.len() - self.pos.min(self.data.len())
-                ),
-            )),
+            None => Err(DecodeError {
+                cut_short: true,
+                ..error(
+                    usize::MAX,
+                    format!(
+                        "event cut short: needs {} more bytes at offset {}, file has {}",
+                        n,
+                        self.pos,
+                        self.data.len() - self.pos.min(self.data.len())
+                    ),
+                )
+            }),
         }
     }
     fn u8(&mut self) -> Result<u8, DecodeError> {
@@ -308,3 +314,21 @@ pub fn decode_all(data: &[u8]) -> Result<(Header, Vec<(usize, Event)>), DecodeEr
     }
     Ok((d.header().clone(), events))
 }
+
+/// Like [`decode_all`], but a file that ends inside its last event (SIGKILL can stop a
+/// write(2) between pages) gives the events before it and that event's offset.
+pub fn decode_whole_events(data: &[u8]) -> Result<DecodedEvents, DecodeError> {
+    let mut d = Decoder::new(data)?;
+    let mut events = Vec::new();
+    loop {
+        match d.next_event() {
+            Ok(Some(e)) => events.push(e),
+            Ok(None) => return Ok((d.header().clone(), events, None)),
+            Err(e) if e.cut_short => return Ok((d.header().clone(), events, Some(e.offset))),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The header, the whole events with their offsets, and where a last event was cut short.
+pub type DecodedEvents = (Header, Vec<(usize, Event)>, Option<usize>);
