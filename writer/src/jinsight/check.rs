@@ -31,11 +31,7 @@ struct State {
 }
 
 fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
-    Err(DecodeError {
-        offset,
-        message,
-        cut_short: false,
-    })
+    Err(super::decode::error(offset, message))
 }
 
 /// Checks a whole file held in memory.

@@ -31,7 +31,7 @@ pub struct Decoder<'a> {
     ended: bool,
 }
 
-fn error(offset: usize, message: impl Into<String>) -> DecodeError {
+pub(crate) fn error(offset: usize, message: impl Into<String>) -> DecodeError {
     DecodeError {
         offset,
         message: message.into(),
@@ -305,18 +305,9 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Decodes a whole file: the header and every event, or the first error.
-pub fn decode_all(data: &[u8]) -> Result<(Header, Vec<(usize, Event)>), DecodeError> {
-    let mut d = Decoder::new(data)?;
-    let mut events = Vec::new();
-    while let Some(e) = d.next_event()? {
-        events.push(e);
-    }
-    Ok((d.header().clone(), events))
-}
-
-/// Like [`decode_all`], but a file that ends inside its last event (SIGKILL can stop a
-/// write(2) between pages) gives the events before it and that event's offset.
+/// Every event of a file, with its offset. A file that ends inside its last event (SIGKILL
+/// can stop a write(2) between pages) gives the events before it and that event's offset;
+/// any other undecodable event is an error.
 pub fn decode_whole_events(data: &[u8]) -> Result<DecodedEvents, DecodeError> {
     let mut d = Decoder::new(data)?;
     let mut events = Vec::new();
