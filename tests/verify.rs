@@ -1,7 +1,8 @@
-//! capture=bci on real programs no one here wrote, with HotSpot verifying every class
-//! (-XX:+BytecodeVerificationLocal -XX:+BytecodeVerificationRemote), on JDK 17 and on JDK 25
-//! when it is installed: no VerifyError, the same output as without jlive, a trace that
-//! checks, and the numbers of classes and methods instrumented reported.
+//! capture=bci on real programs no one here wrote, and on methods at the class file's code
+//! limit, with HotSpot verifying every class (-XX:+BytecodeVerificationLocal
+//! -XX:+BytecodeVerificationRemote), on JDK 17 and on JDK 25 when it is installed: no
+//! VerifyError, the same output as without jlive, a trace that checks, and the numbers of
+//! classes and methods instrumented, and of methods left as they were, reported.
 
 mod common;
 
@@ -24,6 +25,15 @@ struct Counts {
     methods: u64,
     untouched: u64,
     early_untouched: u64,
+    /// Methods the rewriter left as they were (the code limit, a 16-bit branch).
+    left: u64,
+}
+
+/// One program's run under capture=bci: the counts of the summary, the trace, and the log.
+struct Verified {
+    counts: Counts,
+    trace: jlive_writer::stats::Trace,
+    log: String,
 }
 
 /// Runs `args` plain and under capture=bci with verification on every JDK installed; returns
@@ -31,17 +41,18 @@ struct Counts {
 fn verified(name: &str, args: &[&str]) -> Counts {
     jdks()
         .iter()
-        .map(|jdk| verified_on(jdk, &format!("{} {}", jdk.name, name), args))
+        .map(|jdk| verified_on(jdk, &format!("{} {}", jdk.name, name), args).counts)
         .reduce(|a, b| Counts {
             classes: a.classes.min(b.classes),
             methods: a.methods.min(b.methods),
             untouched: a.untouched.min(b.untouched),
             early_untouched: a.early_untouched.min(b.early_untouched),
+            left: a.left.min(b.left),
         })
         .unwrap()
 }
 
-fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
+fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Verified {
     let dir = scratch(&name.replace(' ', "-"));
     let file = dir.join("t.trc");
     let log = dir.join("jlive.log");
@@ -121,13 +132,18 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Counts {
         methods: number_before(line, " methods ("),
         untouched: number_before(line, " classes had nothing to trace"),
         early_untouched: number_before(early, " with nothing to trace"),
+        left: number_before(line, " methods left as they were"),
     };
     assert!(
         counts.early_untouched <= counts.untouched,
         "{}: the summary counts the classes left out at VM init",
         name
     );
-    counts
+    Verified {
+        counts,
+        trace,
+        log: summary,
+    }
 }
 
 #[test]
@@ -139,6 +155,7 @@ fn javac_compiles_with_every_class_instrumented_and_verified() {
         methods,
         untouched,
         early_untouched,
+        ..
     } = verified(
         "javac",
         &[
@@ -264,4 +281,84 @@ fn xalan_transforms_with_every_class_instrumented_and_verified() {
         classes,
         methods
     );
+}
+
+/// A program whose methods sit at the class file's limits (javac cannot go past them, the
+/// rewriter must not): `fits` has 63,002 bytes of code and room left for the weave; `near`
+/// has 65,529, within the 64 KiB limit until its entry and exit calls are added; `spans`
+/// opens with a branch over 31,900 bytes holding 2,900 returns, each of which becomes a jump
+/// to the exit block, so the branch would outgrow its 16-bit offset.
+fn huge_source() -> String {
+    let mut s = String::from("public class Huge {\n    static int fits(int x) {\n");
+    for _ in 0..9_000 {
+        s.push_str("        x = x * 31 + 1;\n");
+    }
+    s.push_str("        return x;\n    }\n\n    static int near(int x) {\n");
+    // 9,361 statements of 7 bytes (iload_0 bipush imul iconst_1 iadd istore_0), then
+    // iload_0 ireturn: 65,529 bytes.
+    for _ in 0..9_361 {
+        s.push_str("        x = x * 31 + 1;\n");
+    }
+    s.push_str(
+        "        return x;\n    }\n\n    static int spans(int x) {\n        if (x >= 0) {\n",
+    );
+    // 11 bytes each: iload_0 sipush if_icmpne sipush ireturn.
+    for k in 1_000..3_900 {
+        s.push_str(&format!("            if (x == {k}) return {k};\n"));
+    }
+    s.push_str(
+        "        }\n        return -x;\n    }\n\n\
+         public static void main(String[] args) {\n\
+         long s = 0;\n\
+         for (int i = 0; i < 3; i++) s += fits(i);\n\
+         for (int i = 0; i < 5; i++) s += near(i);\n\
+         for (int i = 0; i < 7; i++) s += spans(1000 + i * 400) + spans(-i);\n\
+         System.out.println(\"fits, near, spans: \" + s);\n\
+         }\n}\n",
+    );
+    s
+}
+
+#[test]
+fn methods_at_the_code_limit_run_as_they_were_and_are_counted() {
+    let dir = scratch("huge-source");
+    std::fs::write(dir.join("Huge.java"), huge_source()).unwrap();
+    let javac = jdks()[0].home.join("bin/javac");
+    let compiled = run({
+        let mut c = Command::new(javac);
+        c.arg("-d").arg(&dir).arg(dir.join("Huge.java"));
+        c
+    });
+    assert_eq!(compiled.code, Some(0), "javac: {}", compiled.stderr);
+    let cp = dir.to_str().unwrap();
+    for jdk in jdks() {
+        let name = format!("{} Huge", jdk.name);
+        let Verified { counts, trace, log } = verified_on(&jdk, &name, &["-cp", cp, "Huge"]);
+        let calls = calls(&trace);
+        assert_eq!(total(&calls, "Huge.main"), (1, 1), "{}", name);
+        assert_eq!(total(&calls, "Huge.fits"), (3, 3), "{}", name);
+        assert_eq!(total(&calls, "Huge.near"), (0, 0), "{}", name);
+        assert_eq!(total(&calls, "Huge.spans"), (0, 0), "{}", name);
+        let left: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("not instrumented: "))
+            .collect();
+        let reason = |method: &str| {
+            left.iter()
+                .find(|l| l.contains(&format!("not instrumented: Huge.{}", method)))
+                .unwrap_or_else(|| panic!("{}: no log line for Huge.{}: {}", name, method, log))
+                .to_string()
+        };
+        assert!(reason("near").ends_with("would outgrow the 64 KiB code limit"));
+        assert!(reason("spans").ends_with("a branch would outgrow its 16-bit offset"));
+        assert!(
+            !left.iter().any(|l| l.contains("Huge.fits")),
+            "{}: {:?}",
+            name,
+            left
+        );
+        // Every method left as it was is counted in the summary and named in the log.
+        assert_eq!(counts.left, left.len() as u64, "{}: {:?}", name, left);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
