@@ -22,11 +22,20 @@ struct Driven {
 
 impl Driven {
     fn start(jdk: &Jdk, options: &str, class: &str) -> Driven {
-        let mut child = Command::new(jdk.java())
-            .arg(format!("-agentpath:{}={}", agent().display(), options))
+        Driven::spawn(Driven::command(jdk, options, class))
+    }
+
+    fn command(jdk: &Jdk, options: &str, class: &str) -> Command {
+        let mut c = Command::new(jdk.java());
+        c.arg(format!("-agentpath:{}={}", agent().display(), options))
             .arg("-cp")
             .arg(classes())
-            .arg(class)
+            .arg(class);
+        c
+    }
+
+    fn spawn(mut command: Command) -> Driven {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -549,6 +558,64 @@ fn the_default_socket_is_private_listed_and_removed_at_exit() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok state=paused"));
     jvm.quit();
     assert!(!socket.exists(), "removed at exit");
+}
+
+/// A JVM killed with SIGKILL leaves its socket file, with nothing listening on it: `jlive
+/// ctl` without --pid passes such files over and finds the one JVM that runs, and says what it
+/// passed over once none runs.
+#[test]
+fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
+    let jdk = &jdks()[0];
+    let tmp = scratch("tmpdir");
+    let file = tmp.join("t.trc");
+    let jvm = Driven::spawn({
+        let mut c = Driven::command(
+            jdk,
+            &format!("start=paused,file={}", file.display()),
+            "Phases",
+        );
+        c.env("TMPDIR", &tmp);
+        c
+    });
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = tmp.join(format!("jlive-{}", uid));
+    // Bound and closed without listening: a connection is refused, as at a killed JVM's.
+    for stale in [1, 999_999] {
+        drop(std::os::unix::net::UnixListener::bind(dir.join(format!("{}.sock", stale))).unwrap());
+    }
+    let jlive = |args: &[&str]| {
+        let out = Command::new(jlive_bin())
+            .args(args)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), said)
+    };
+    let (code, said) = jlive(&["ctl", "status"]);
+    assert_eq!(code, Some(0), "{}", said);
+    assert!(said.starts_with("ok state=paused"), "{}", said);
+    let (_, listed) = jlive(&["list"]);
+    let pids: Vec<&str> = listed
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(pids, [jvm.child.id().to_string()], "{}", listed);
+    jvm.quit();
+    let (code, said) = jlive(&["ctl", "status"]);
+    assert_eq!(code, Some(2), "{}", said);
+    assert!(
+        said.contains("no running JVM") && said.contains("(2 left by JVMs that are gone)"),
+        "{}",
+        said
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// The control thread is a JNI-attached daemon: left attached when it ends, HotSpot counts it

@@ -122,26 +122,43 @@ pub fn ctl(args: &[String]) -> Result<u8, String> {
     let target = match target {
         Some(Target::Tcp(addr, _)) => Target::Tcp(addr, token),
         Some(t) => t,
-        None => match sockets().as_slice() {
-            [(_, path)] => Target::Unix(path.clone()),
-            [] => {
-                return Err(format!(
-                    "no JVM with a jlive control socket in {}",
-                    socket_dir().display()
-                ))
-            }
-            many => {
-                let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
-                return Err(format!(
-                    "several JVMs ({}): choose one with --pid",
-                    pids.join(", ")
-                ));
-            }
-        },
+        None => the_only_jvm()?,
     };
     let answer = exchange(&target, &rest.join(" "))?;
     println!("{}", answer);
     Ok(if answer.starts_with("ok") { 0 } else { 1 })
+}
+
+/// The socket of the one running JVM in the default directory. A JVM that was killed leaves
+/// its socket file behind with nothing listening on it: those are passed over (not removed:
+/// a JVM starting up has bound its socket a moment before it listens).
+fn the_only_jvm() -> Result<Target, String> {
+    let all = sockets();
+    let live: Vec<&(u32, PathBuf)> = all
+        .iter()
+        .filter(|(_, path)| UnixStream::connect(path).is_ok())
+        .collect();
+    match live.as_slice() {
+        [(_, path)] => Ok(Target::Unix(path.clone())),
+        [] => {
+            let stale = match all.len() {
+                0 => String::new(),
+                n => format!(" ({} left by JVMs that are gone)", n),
+            };
+            Err(format!(
+                "no running JVM with a jlive control socket in {}{}",
+                socket_dir().display(),
+                stale
+            ))
+        }
+        many => {
+            let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
+            Err(format!(
+                "several JVMs ({}): choose one with --pid",
+                pids.join(", ")
+            ))
+        }
+    }
 }
 
 /// The value of `key=` in a status line.

@@ -20,11 +20,11 @@ usage:
   jlive check TRACE     verify a trace; exit 1 naming the offset of the first problem
   jlive stats [--top N] TRACE
         events by type, threads, top methods by calls and by self time
-    jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
+  jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
-        (without --pid: the only JVM with a socket in $TMPDIR/jlive-$UID)
+        (without --pid: the only running JVM with a socket in $TMPDIR/jlive-$UID)
   jlive list            JVMs on this machine with a live jlive socket
-  jlive help            this text; agent options: jlive run help -- java
+  jlive help            this text (so does COMMAND --help); agent options: jlive run help -- java
 
 libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
 ";
@@ -38,6 +38,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(rest.first().map(String::as_str), Some("--help" | "-h")) {
+        print!("{}", USAGE);
+        return ExitCode::SUCCESS;
+    }
     let result = match command {
         "run" => launch::run(rest),
         "ctl" => ctl::ctl(rest),

@@ -177,3 +177,40 @@ fn run_adds_the_agent_and_keeps_the_exit_code() {
         text(&bad)
     );
 }
+
+#[test]
+fn every_command_answers_help_with_the_usage() {
+    let dir = scratch("help");
+    let usage = jlive(&["help"], &dir);
+    assert!(usage.status.success());
+    let usage = String::from_utf8_lossy(&usage.stdout).to_string();
+    assert!(usage.starts_with("jlive — "), "{}", usage);
+    for command in ["run", "demo", "dump", "check", "stats", "ctl", "list"] {
+        for flag in ["--help", "-h"] {
+            let out = jlive(&[command, flag], &dir);
+            assert!(
+                out.status.success(),
+                "jlive {} {}: {}",
+                command,
+                flag,
+                text(&out)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                usage,
+                "jlive {} {}",
+                command,
+                flag
+            );
+        }
+        // Each command its own line (or lines) of the usage, at the same indentation.
+        assert!(
+            usage.contains(&format!("\n  jlive {}", command)),
+            "{} in {}",
+            command,
+            usage
+        );
+    }
+    // `--help` names no file: no demo trace or JVM was made.
+    assert!(!dir.join("jlive-demo.trc").exists());
+}
