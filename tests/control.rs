@@ -74,21 +74,26 @@ impl Driven {
     }
 }
 
-/// `jlive ctl --socket PATH ARGS...` → (exit code, answer).
-fn ctl(socket: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(jlive_bin())
-        .arg("ctl")
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .output()
-        .unwrap();
+/// Runs `jlive` → (exit code, what it printed on stdout and stderr, trimmed).
+fn jlive(command: &mut Command) -> (i32, String) {
+    let out = command.output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code().unwrap_or(-1), text.trim().to_string())
+}
+
+/// `jlive ctl --socket PATH ARGS...` → (exit code, answer).
+fn ctl(socket: &Path, args: &[&str]) -> (i32, String) {
+    jlive(
+        Command::new(jlive_bin())
+            .arg("ctl")
+            .arg("--socket")
+            .arg(socket)
+            .args(args),
+    )
 }
 
 fn ok(socket: &Path, args: &[&str]) -> String {
@@ -584,23 +589,11 @@ fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
     for stale in [1, 999_999] {
         drop(std::os::unix::net::UnixListener::bind(dir.join(format!("{}.sock", stale))).unwrap());
     }
-    let jlive = |args: &[&str]| {
-        let out = Command::new(jlive_bin())
-            .args(args)
-            .env("TMPDIR", &tmp)
-            .output()
-            .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.code(), said)
-    };
-    let (code, said) = jlive(&["ctl", "status"]);
-    assert_eq!(code, Some(0), "{}", said);
+    let in_tmp = |args: &[&str]| jlive(Command::new(jlive_bin()).args(args).env("TMPDIR", &tmp));
+    let (code, said) = in_tmp(&["ctl", "status"]);
+    assert_eq!(code, 0, "{}", said);
     assert!(said.starts_with("ok state=paused"), "{}", said);
-    let (_, listed) = jlive(&["list"]);
+    let (_, listed) = in_tmp(&["list"]);
     let pids: Vec<&str> = listed
         .lines()
         .skip(1)
@@ -608,8 +601,8 @@ fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
         .collect();
     assert_eq!(pids, [jvm.child.id().to_string()], "{}", listed);
     jvm.quit();
-    let (code, said) = jlive(&["ctl", "status"]);
-    assert_eq!(code, Some(2), "{}", said);
+    let (code, said) = in_tmp(&["ctl", "status"]);
+    assert_eq!(code, 2, "{}", said);
     assert!(
         said.contains("no running JVM") && said.contains("(2 left by JVMs that are gone)"),
         "{}",
