@@ -357,8 +357,22 @@ fn methods_at_the_code_limit_run_as_they_were_and_are_counted() {
             name,
             left
         );
-        // Every method left as it was is counted in the summary and named in the log.
+        // Every method left as it was is counted in the summary and named in the log, and
+        // the trace carries the count for `jlive stats`.
         assert_eq!(counts.left, left.len() as u64, "{}: {:?}", name, left);
+        let stats = jlive_writer::stats::Stats::of(&trace);
+        let note = stats
+            .notes
+            .iter()
+            .find(|n| n.contains("not traced:"))
+            .expect("bci note in the trace");
+        assert_eq!(
+            number_before(note, " methods left as they were"),
+            counts.left,
+            "{}: {}",
+            name,
+            note
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
