@@ -1,7 +1,8 @@
 //! The control socket and the burst timers, served by one thread ("jlive control").
 //!
 //! Listening: a Unix socket (by default `$TMPDIR/jlive-$UID/$PID.sock`, directory 0700,
-//! socket 0600, each peer's uid checked with SO_PEERCRED, removed at exit) or TCP (loopback
+//! socket 0600, each peer's uid checked with SO_PEERCRED, removed at exit; those that killed
+//! JVMs left there are removed by the next JVM to start) or TCP (loopback
 //! unless a token is given; with a token every connection must first send `auth TOKEN`).
 //!
 //! Protocol: one command per line, one answer line `ok ...` or `error ...`:
@@ -62,6 +63,7 @@ pub fn listen(options: &Options) -> Result<Option<Listener>, String> {
         Control::Auto => {
             let dir = socket_dir();
             private_dir(&dir)?;
+            sweep_stale_sockets(&dir);
             bind_unix(&dir.join(format!("{}.sock", std::process::id()))).map(Some)
         }
         Control::Unix(path) => bind_unix(Path::new(path)).map(Some),
@@ -99,6 +101,38 @@ fn private_dir(dir: &Path) -> Result<(), String> {
             }
             Ok(())
         }
+    }
+}
+
+/// Removes the sockets that JVMs killed before they could remove their own left in `dir`:
+/// named by a pid that no process has, with nothing listening on them (a JVM of another pid
+/// namespace sharing this directory still answers, and keeps its socket).
+fn sweep_stale_sockets(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let own = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let pid = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".sock"))
+            .and_then(|n| n.parse::<u32>().ok());
+        let stale = pid.is_some_and(|pid| pid != own && !os::process_exists(pid))
+            && entry.file_type().is_ok_and(|t| t.is_socket())
+            && UnixStream::connect(&path).is_err();
+        if stale && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        log::info(&format!(
+            "removed {} sockets left in {} by JVMs that are gone",
+            removed,
+            dir.display()
+        ));
     }
 }
 

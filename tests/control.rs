@@ -565,13 +565,29 @@ fn the_default_socket_is_private_listed_and_removed_at_exit() {
     assert!(!socket.exists(), "removed at exit");
 }
 
-/// A JVM killed with SIGKILL leaves its socket file, with nothing listening on it: `jlive
-/// ctl` without --pid passes such files over and finds the one JVM that runs, and says what it
-/// passed over once none runs.
+/// A JVM killed with SIGKILL leaves its socket file, with nothing listening on it. The next
+/// JVM to start removes those whose pid no process has; `jlive ctl` without --pid passes over
+/// the others (here pid 1's, which runs but is no JVM) and finds the one JVM that runs, and
+/// says what it passed over once none runs.
 #[test]
-fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
+fn stale_sockets_are_removed_or_passed_over() {
+    use std::os::unix::fs::DirBuilderExt;
     let jdk = &jdks()[0];
     let tmp = scratch("tmpdir");
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = tmp.join(format!("jlive-{}", uid));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+    let gone = {
+        let mut child = Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    };
+    // Bound and closed without listening: a connection is refused, as at a killed JVM's.
+    let socket = |pid: u32| dir.join(format!("{}.sock", pid));
+    for pid in [1, gone] {
+        drop(std::os::unix::net::UnixListener::bind(socket(pid)).unwrap());
+    }
     let file = tmp.join("t.trc");
     let jvm = Driven::spawn({
         let mut c = Driven::command(
@@ -582,13 +598,8 @@ fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
         c.env("TMPDIR", &tmp);
         c
     });
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    let dir = tmp.join(format!("jlive-{}", uid));
-    // Bound and closed without listening: a connection is refused, as at a killed JVM's.
-    for stale in [1, 999_999] {
-        drop(std::os::unix::net::UnixListener::bind(dir.join(format!("{}.sock", stale))).unwrap());
-    }
+    assert!(!socket(gone).exists(), "the socket of pid {} stayed", gone);
+    assert!(socket(1).exists(), "pid 1 runs: its socket stays");
     let in_tmp = |args: &[&str]| jlive(Command::new(jlive_bin()).args(args).env("TMPDIR", &tmp));
     let (code, said) = in_tmp(&["ctl", "status"]);
     assert_eq!(code, 0, "{}", said);
@@ -604,7 +615,7 @@ fn ctl_finds_the_running_jvm_among_sockets_left_by_killed_ones() {
     let (code, said) = in_tmp(&["ctl", "status"]);
     assert_eq!(code, 2, "{}", said);
     assert!(
-        said.contains("no running JVM") && said.contains("(2 left by JVMs that are gone)"),
+        said.contains("no running JVM") && said.contains("(1 left by JVMs that are gone)"),
         "{}",
         said
     );

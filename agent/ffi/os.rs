@@ -19,6 +19,21 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Whether a process with this pid exists (in this pid namespace). True where that cannot be
+/// told (kill(2) answers EPERM for another user's process) and for pids kill(2) would read as
+/// a process group or every process (0, or past i32::MAX).
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; kill only checks that the pid exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// poll(2) over `fds` for at most `timeout_ms`; the number of ready descriptors (0 on
 /// timeout, negative on error).
 pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> i32 {
