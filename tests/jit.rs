@@ -2,7 +2,8 @@
 //! when a burst opens at start-up) every instrumented method is padded past FreqInlineSize, so
 //! that neither C1 nor C2 inlines it (a compilation that inlines a hundred instrumented methods
 //! spends up to a second in register allocation); a JVM started paused leaves methods short.
-//! HotSpot's own -XX:+PrintInlining is the witness.
+//! HotSpot's own -XX:+PrintInlining is the witness. Calls to intrinsic candidates that C2
+//! replaces with its own code go unrecorded unless the intrinsic is switched off: counted.
 //!
 //! Each instrumented method reads `JliveTrampoline.gate` before it calls an entry or exit
 //! native, so a JVM that never opens a burst calls no trampoline native, and no trampoline is
@@ -12,6 +13,7 @@
 mod common;
 
 use common::*;
+use jlive_writer::stats::Trace;
 use std::process::Command;
 
 /// What a paused run of `Hot` under `options` shows.
@@ -163,5 +165,78 @@ fn a_burst_begun_while_a_compiled_loop_runs_records_the_loop() {
             entries,
             exits
         );
+    }
+}
+
+/// Runs `Intrinsic` (a million calls of Math.min from `Intrinsic.work`) traced with
+/// `capture`, HotSpot given `flags`; its trace and the agent's log.
+fn intrinsic_run(jdk: &Jdk, capture: &str, flags: &[&str]) -> (Trace, String) {
+    let dir = scratch("intrinsic");
+    let file = dir.join("t.trc");
+    let log = dir.join("jlive.log");
+    let mut c = Command::new(jdk.java());
+    c.args(flags)
+        .arg(format!(
+            "-agentpath:{}={},file={},log={}",
+            agent().display(),
+            capture,
+            file.display(),
+            log.display()
+        ))
+        .arg("-cp")
+        .arg(classes())
+        .arg("Intrinsic");
+    let run = run(c);
+    assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
+    assert_eq!(run.stdout.trim(), "sum 4999985", "{}", jdk.name);
+    let trace = read_trace(&file);
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (trace, log)
+}
+
+/// Math.min is an intrinsic candidate: once C2 compiles its caller, the call runs HotSpot's
+/// own code, not the instrumented bytecode, and capture=bci records only the calls made
+/// before that. The caller's own calls stay exact, the summary counts the intrinsic
+/// candidates it instrumented, and with the intrinsic disabled (the README's remedy) every
+/// call is recorded, as capture=events records them all.
+#[test]
+fn calls_to_an_intrinsic_are_exact_once_the_jit_is_told_not_to_replace_them() {
+    const CALLS: (u64, u64) = (1_000_000, 1_000_000);
+    let min = |trace: &Trace| calls_from(trace, "Intrinsic.work", "java/lang/Math.min");
+    for jdk in jdks() {
+        let (trace, log) = intrinsic_run(&jdk, "capture=bci", &[]);
+        assert_eq!(
+            total(&calls(&trace), "Intrinsic.work"),
+            CALLS,
+            "{}",
+            jdk.name
+        );
+        let (entries, exits) = min(&trace);
+        assert!(
+            entries == exits && entries <= CALLS.0,
+            "{}: {}",
+            jdk.name,
+            entries
+        );
+        let line = log
+            .lines()
+            .find(|l| l.contains("capture=bci: instrumented"))
+            .expect("bci summary");
+        let candidates = number_before(line, " intrinsic candidates");
+        assert!(candidates >= 1, "{}: {}", jdk.name, line);
+        println!(
+            "{}: Math.min recorded {} times of 1,000,000; {}",
+            jdk.name, entries, line
+        );
+
+        let disabled = [
+            "-XX:+UnlockDiagnosticVMOptions",
+            "-XX:DisableIntrinsic=_min",
+        ];
+        let (trace, _) = intrinsic_run(&jdk, "capture=bci", &disabled);
+        assert_eq!(min(&trace), CALLS, "{}: bci with _min disabled", jdk.name);
+        let (trace, _) = intrinsic_run(&jdk, "capture=events", &[]);
+        assert_eq!(min(&trace), CALLS, "{}: capture=events", jdk.name);
     }
 }

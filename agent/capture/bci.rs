@@ -62,6 +62,9 @@ pub struct BciStats {
     pub untouched: AtomicU64,
     pub methods: AtomicU64,
     pub padded: AtomicU64,
+    /// Instrumented `@IntrinsicCandidate` methods (see the README: C2 may run its own code
+    /// for their calls, which records nothing).
+    pub intrinsic: AtomicU64,
     pub skipped: AtomicU64,
     pub native: AtomicU64,
     pub failed_classes: AtomicU64,
@@ -76,10 +79,11 @@ impl BciStats {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, whose calls from C2-compiled code may run HotSpot's own code, unrecorded); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
+            self.intrinsic.load(Ordering::Relaxed),
             untouched,
             self.native.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
@@ -477,6 +481,9 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option
             p.bci
                 .padded
                 .fetch_add(u64::from(out.padded), Ordering::Relaxed);
+            p.bci
+                .intrinsic
+                .fetch_add(u64::from(out.intrinsic), Ordering::Relaxed);
             p.bci
                 .native
                 .fetch_add(u64::from(out.native), Ordering::Relaxed);

@@ -368,6 +368,74 @@ pub struct Attribute<'a> {
     pub data: Cow<'a, [u8]>,
 }
 
+/// The annotation types HotSpot reads as "this method may be an intrinsic": JDK 16's name,
+/// and JDK 9–15's.
+const INTRINSIC_CANDIDATE: [&[u8]; 2] = [
+    b"Ljdk/internal/vm/annotation/IntrinsicCandidate;",
+    b"Ljdk/internal/HotSpotIntrinsicCandidate;",
+];
+
+/// Whether a member's RuntimeVisibleAnnotations name `@IntrinsicCandidate`: HotSpot may then
+/// compile a call to it as code of its own, which runs none of the method's bytecode.
+pub fn is_intrinsic_candidate(pool: &ConstantPool, attributes: &[Attribute]) -> bool {
+    attributes
+        .iter()
+        .filter(|a| pool.is_utf8(a.name, b"RuntimeVisibleAnnotations"))
+        .any(|a| {
+            annotation_types(&a.data).is_ok_and(|types| {
+                types
+                    .iter()
+                    .any(|&t| INTRINSIC_CANDIDATE.iter().any(|name| pool.is_utf8(t, name)))
+            })
+        })
+}
+
+/// The type (a Utf8 constant index) of each annotation of a Runtime*Annotations attribute:
+/// `u2 count`, then per annotation `u2 type`, `u2 pairs`, each pair `u2 name` and a value.
+fn annotation_types(data: &[u8]) -> Result<Vec<u16>> {
+    let mut r = Reader::new(data);
+    let n = r.u2()?;
+    let mut types = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        types.push(skip_annotation(&mut r)?);
+    }
+    Ok(types)
+}
+
+/// Reads past one annotation; its type.
+fn skip_annotation(r: &mut Reader) -> Result<u16> {
+    let type_index = r.u2()?;
+    for _ in 0..r.u2()? {
+        r.u2()?; // the element's name
+        skip_element_value(r)?;
+    }
+    Ok(type_index)
+}
+
+/// Reads past an element_value: a tag, then a constant, an enum, a class, a nested
+/// annotation or an array of values.
+fn skip_element_value(r: &mut Reader) -> Result<()> {
+    match r.u1()? {
+        b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' | b's' | b'c' => {
+            r.u2()?;
+        }
+        b'e' => {
+            r.u2()?;
+            r.u2()?;
+        }
+        b'@' => {
+            skip_annotation(r)?;
+        }
+        b'[' => {
+            for _ in 0..r.u2()? {
+                skip_element_value(r)?;
+            }
+        }
+        tag => return err(format!("unknown annotation element tag {}", tag)),
+    }
+    Ok(())
+}
+
 fn read_attributes<'a>(r: &mut Reader<'a>) -> Result<Vec<Attribute<'a>>> {
     let n = r.u2()? as usize;
     let mut v = Vec::with_capacity(n);
@@ -731,6 +799,39 @@ mod tests {
             (1, 1)
         );
         assert!(descriptor_slots(b"(L)V").is_err());
+    }
+
+    #[test]
+    fn intrinsic_candidates_are_found_behind_other_annotations() {
+        let pool = ConstantPool {
+            read: 5,
+            entries: vec![
+                Constant::Gap,
+                Constant::Utf8(Cow::Borrowed(b"RuntimeVisibleAnnotations")),
+                Constant::Utf8(Cow::Borrowed(b"Ljava/lang/Deprecated;")),
+                Constant::Utf8(Cow::Borrowed(b"since")),
+                Constant::Utf8(Cow::Borrowed(INTRINSIC_CANDIDATE[0])),
+            ],
+        };
+        // @Deprecated(since = "9", forRemoval = {nested @Deprecated, 'e' enum}) first, so
+        // that finding the second annotation means reading past every kind of value.
+        let mut data = vec![0, 2, 0, 2, 0, 2, 0, 3, b's', 0, 3, 0, 3, b'[', 0, 2];
+        data.extend_from_slice(&[b'@', 0, 2, 0, 0, b'e', 0, 2, 0, 3]);
+        data.extend_from_slice(&[0, 4, 0, 0]);
+        let annotated = |data: &[u8]| {
+            let attributes = [Attribute {
+                name: 1,
+                data: Cow::Owned(data.to_vec()),
+            }];
+            is_intrinsic_candidate(&pool, &attributes)
+        };
+        assert!(annotated(&data));
+        // Only @Deprecated: not a candidate.
+        let mut only = data[..data.len() - 4].to_vec();
+        only[1] = 1;
+        assert!(!annotated(&only));
+        // A value cut short reads as no annotation rather than as a wrong one.
+        assert!(!annotated(&data[..9]));
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct Outcome {
     pub instrumented: u32,
     /// Instrumented methods padded past [`INLINE_LIMIT`].
     pub padded: u32,
+    /// Instrumented methods marked `@IntrinsicCandidate`: a caller that C2 compiled may run
+    /// HotSpot's own code for them instead of their bytecode, and record nothing.
+    pub intrinsic: u32,
     pub native: u32,
     /// (method name + descriptor, reason) of methods left as they were.
     pub skipped: Vec<(String, String)>,
@@ -331,6 +334,10 @@ pub fn instrument_with(
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
                 out.padded += u32::from(padded);
+                out.intrinsic += u32::from(super::classfile::is_intrinsic_candidate(
+                    &cf.pool,
+                    &m.attributes,
+                ));
             }
             Err(e) => out.skipped.push((mname(&cf.pool), e.0)),
         }
