@@ -51,12 +51,7 @@ macro_rules! capture_tests {
                 );
                 if CAPTURE == "capture=bci" {
                     // What could not be traced is in the trace, for `jlive stats`.
-                    let stats = jlive_writer::stats::Stats::of(&trace);
-                    let note = stats
-                        .notes
-                        .iter()
-                        .find(|n| n.contains("not traced:"))
-                        .expect("bci note");
+                    let note = bci_note(&trace);
                     assert!(note.contains("native methods"), "{}", note);
                 }
             }

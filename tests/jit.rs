@@ -174,19 +174,9 @@ fn intrinsic_run(jdk: &Jdk, capture: &str, flags: &[&str]) -> (Trace, String) {
     let dir = scratch("intrinsic");
     let file = dir.join("t.trc");
     let log = dir.join("jlive.log");
-    let mut c = Command::new(jdk.java());
-    c.args(flags)
-        .arg(format!(
-            "-agentpath:{}={},file={},log={}",
-            agent().display(),
-            capture,
-            file.display(),
-            log.display()
-        ))
-        .arg("-cp")
-        .arg(classes())
-        .arg("Intrinsic");
-    let run = run(c);
+    let options = format!("{},file={},log={}", capture, file.display(), log.display());
+    let args: Vec<&str> = flags.iter().copied().chain(["Intrinsic"]).collect();
+    let run = java(jdk, Some(&options), &args);
     assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
     assert_eq!(run.stdout.trim(), "sum 4999985", "{}", jdk.name);
     let trace = read_trace(&file);
@@ -219,10 +209,7 @@ fn calls_to_an_intrinsic_are_exact_once_the_jit_is_told_not_to_replace_them() {
             jdk.name,
             entries
         );
-        let line = log
-            .lines()
-            .find(|l| l.contains("capture=bci: instrumented"))
-            .expect("bci summary");
+        let line = bci_summary(&log);
         let candidates = number_before(line, " intrinsic candidates");
         assert!(candidates >= 1, "{}: {}", jdk.name, line);
         println!(

@@ -116,10 +116,7 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Verified {
         name,
         summary
     );
-    let line = summary
-        .lines()
-        .find(|l| l.contains("capture=bci: instrumented"))
-        .expect("bci summary");
+    let line = bci_summary(&summary);
     println!("{}: {}", name, line);
     let early = summary
         .lines()
@@ -360,14 +357,9 @@ fn methods_at_the_code_limit_run_as_they_were_and_are_counted() {
         // Every method left as it was is counted in the summary and named in the log, and
         // the trace carries the count for `jlive stats`.
         assert_eq!(counts.left, left.len() as u64, "{}: {:?}", name, left);
-        let stats = jlive_writer::stats::Stats::of(&trace);
-        let note = stats
-            .notes
-            .iter()
-            .find(|n| n.contains("not traced:"))
-            .expect("bci note in the trace");
+        let note = bci_note(&trace);
         assert_eq!(
-            number_before(note, " methods left as they were"),
+            number_before(&note, " methods left as they were"),
             counts.left,
             "{}: {}",
             name,

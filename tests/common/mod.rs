@@ -298,6 +298,23 @@ pub fn threads_of(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> V
     v
 }
 
+/// The agent's capture=bci summary line in its log (`log=`): classes and methods
+/// instrumented, and what was not traced.
+pub fn bci_summary(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.contains("capture=bci: instrumented"))
+        .unwrap_or_else(|| panic!("no capture=bci summary in the log: {}", log))
+}
+
+/// The same summary as the trace carries it, in a jlive note, for `jlive stats`.
+pub fn bci_note(trace: &Trace) -> String {
+    jlive_writer::stats::Stats::of(trace)
+        .notes
+        .into_iter()
+        .find(|n| n.contains("not traced:"))
+        .expect("a capture=bci note in the trace")
+}
+
 /// The number written just before `phrase` in `text` (after a space or a parenthesis), as
 /// the agent's log and summary lines put their counts.
 pub fn number_before(text: &str, phrase: &str) -> u64 {
