@@ -2,7 +2,7 @@
 # jlive's benchmark: one table, measured in one run, side by side with the anchors of
 # DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
-#   bench/run.sh                  # everything (8 minutes on the Xeon of run 26, ~20 on the EPYC)
+#   bench/run.sh                  # everything (10 minutes on the Xeon of run 28, ~20 on the EPYC)
 #   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #   TOMCAT=0 bench/run.sh         # without the paused-Tomcat rows
@@ -116,6 +116,11 @@ row "jlive capture=bci, paused (gate shut)" "$paused"
 echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
 echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
 echo "bci / floor: $(ratio "$bci" "$floor")x (target 40/27 = 1.5x); events / bci: $(ratio "$events" "$bci")x (target 10x)"
+# What the floor allows on this machine: a JNI-trampoline tracer records each call with at
+# least the floor's two natives, so no capture of that kind gets under it.
+floor_call=$(echo "$floor / 3" | bc -l)
+printf 'the floor allows: bci >= %.1f ns/call (target <= 40); events / bci <= %.1fx (target 10x: bci <= %.1f ns/call)\n' \
+    "$floor_call" "$(echo "$events / $floor" | bc -l)" "$(echo "$events / 30" | bc -l)"
 stolen_since "$started"
 echo
 
@@ -166,11 +171,20 @@ app() { # name command... (the java command's arguments after the agent slot)
         t=$(printf '%s' "${times[i + 1]}" | median)
         row+=$(printf ' %8.2f s (%4sx)' "$t" "$(ratio "$t" "$plain")")
     done
+    # The floor bound: the program's traced calls (counted in one more bci trace) each at
+    # CallBench's floor, added to its untraced time. No JNI-trampoline tracer gets under it;
+    # interpreted calls cost more than CallBench's compiled ones, so it is low.
+    "$java" -agentpath:"$lib=capture=bci,file=$work/count.trc" "$@" >/dev/null 2>&1
+    local calls
+    calls=$(target/release/jlive stats --top 0 "$work/count.trc" | awk '$1 == "METHOD_ENTER" {print $2}')
+    rm -f "$work/count.trc"
+    t=$(echo "$plain + ${calls:-0} * $floor_call / 1000000000" | bc -l)
+    row+=$(printf ' %7.1fM %5.2fx' "$(echo "${calls:-0} / 1000000" | bc -l)" "$(echo "$t / $plain" | bc -l)")
     echo "$row"
 }
 
 echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
-printf '%-34s %10s %18s %18s %18s\n' program "no agent" "capture=events" "capture=bci" "bci, paused"
+printf '%-34s %10s %18s %18s %18s %15s\n' program "no agent" "capture=events" "capture=bci" "bci, paused" "calls, floor"
 started=$(cpu_times)
 mkdir -p "$work/javac-out"
 app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
@@ -198,6 +212,8 @@ XSL
     app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
 fi
 echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x"
+echo "calls, floor: the traced calls of one bci run, and the ratio they would give at CallBench's"
+echo "  floor ($(printf '%.1f' "$floor_call") ns/call) with nothing else added: the least any JNI-trampoline tracer reaches here"
 stolen_since "$started"
 echo
 
