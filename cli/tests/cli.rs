@@ -139,6 +139,15 @@ fn dump_and_stats_resolve_names() {
         "{}",
         said
     );
+    // stats, check and the header count the same events (the TraceEnd marker not among them).
+    let checked = text(&jlive(&["check", path], &dir));
+    let counted = format!("events: {}   ", events - 1);
+    assert!(said.starts_with(&counted), "{}", said);
+    assert!(
+        checked.contains(&format!("ok: {} events", events - 1)),
+        "{}",
+        checked
+    );
 }
 
 #[test]

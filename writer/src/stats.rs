@@ -228,7 +228,11 @@ impl Stats {
         let mut methods: HashMap<(u16, u16), (u64, u64)> = HashMap::new();
         let mut stacks: HashMap<u32, Vec<Open>> = HashMap::new();
         for (_, e) in &trace.events {
-            *stats.by_type.entry(e.name()).or_insert(0) += 1;
+            // The TraceEnd marker closes the file; the header's number of events and
+            // `jlive check` leave it out, and so does this count.
+            if !matches!(e, Event::TraceEnd { .. }) {
+                *stats.by_type.entry(e.name()).or_insert(0) += 1;
+            }
             match e {
                 Event::BeginBurst { .. } => {
                     stats.bursts += 1;
