@@ -619,6 +619,13 @@ fn stale_sockets_are_removed_or_passed_over() {
         "{}",
         said
     );
+    let (code, listed) = in_tmp(&["list"]);
+    assert_eq!(code, 0, "{}", listed);
+    assert!(
+        listed.contains("no running JVM") && listed.contains("(1 left by JVMs that are gone)"),
+        "jlive list with none running: {}",
+        listed
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 

@@ -140,17 +140,7 @@ fn the_only_jvm() -> Result<Target, String> {
         .collect();
     match live.as_slice() {
         [(_, path)] => Ok(Target::Unix(path.clone())),
-        [] => {
-            let stale = match all.len() {
-                0 => String::new(),
-                n => format!(" ({} left by JVMs that are gone)", n),
-            };
-            Err(format!(
-                "no running JVM with a jlive control socket in {}{}",
-                socket_dir().display(),
-                stale
-            ))
-        }
+        [] => Err(no_running_jvm(all.len())),
         many => {
             let pids: Vec<String> = many.iter().map(|(p, _)| p.to_string()).collect();
             Err(format!(
@@ -172,17 +162,39 @@ fn field<'a>(status: &'a str, key: &str) -> &'a str {
 /// `jlive list`: JVMs on this machine with a live jlive socket.
 pub fn list() -> Result<u8, String> {
     println!("{:>8}  {:<8}  {:<40}  file", "pid", "state", "main class");
-    for (pid, path) in sockets() {
-        match exchange(&Target::Unix(path), "status") {
-            Ok(status) if status.starts_with("ok") => println!(
-                "{:>8}  {:<8}  {:<40}  {}",
-                pid,
-                field(&status, "state"),
-                field(&status, "main"),
-                field(&status, "file")
-            ),
+    let all = sockets();
+    let mut listed = 0;
+    for (pid, path) in &all {
+        match exchange(&Target::Unix(path.clone()), "status") {
+            Ok(status) if status.starts_with("ok") => {
+                listed += 1;
+                println!(
+                    "{:>8}  {:<8}  {:<40}  {}",
+                    pid,
+                    field(&status, "state"),
+                    field(&status, "main"),
+                    field(&status, "file")
+                )
+            }
             _ => {} // a socket left by a JVM that is gone
         }
     }
+    if listed == 0 {
+        // On stderr, so that the table on stdout stays a table for scripts.
+        eprintln!("jlive: {}", no_running_jvm(all.len()));
+    }
     Ok(0)
+}
+
+/// What `ctl` and `list` say when no JVM answers, with the number of `stale` socket files.
+fn no_running_jvm(stale: usize) -> String {
+    let gone = match stale {
+        0 => String::new(),
+        n => format!(" ({} left by JVMs that are gone)", n),
+    };
+    format!(
+        "no running JVM with a jlive control socket in {}{}",
+        socket_dir().display(),
+        gone
+    )
 }
