@@ -1,7 +1,7 @@
 //! `jlive run` and `jlive demo`: start java with `-agentpath:libjlive.so=OPTIONS`.
 
 use jlive_writer::jinsight::check::check;
-use jlive_writer::stats::{Stats, Trace};
+use jlive_writer::stats::Stats;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -144,7 +144,7 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
     let data =
         std::fs::read(&trace).map_err(|e| format!("cannot read {}: {}", trace.display(), e))?;
     let checked = check(&data).map_err(|e| format!("{} does not check: {}", trace.display(), e))?;
-    let decoded = Trace::decode(&data).map_err(|e| e.to_string())?;
+    let (stats, _) = Stats::of_file(&data).map_err(|e| e.to_string())?;
     println!(
         "\ntrace {} ({} bytes) checks: {} events in {} burst(s)\n",
         trace.display(),
@@ -152,7 +152,7 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
         checked.events,
         checked.bursts
     );
-    print!("{}", Stats::of(&decoded).report(10));
+    print!("{}", stats.report(10));
     println!("\nmore: jlive dump {} | less", trace.display());
     Ok(0)
 }

@@ -98,15 +98,7 @@ fn dump(_path: &str, data: &[u8]) -> Result<u8, String> {
     loop {
         match decoder.next_event() {
             Ok(Some((offset, event))) => {
-                match &event {
-                    jlive_writer::jinsight::Event::ClassLoad(c) => {
-                        names.classes.insert(c.class, (**c).clone());
-                    }
-                    jlive_writer::jinsight::Event::ThreadDefine { thread, name, .. } => {
-                        names.threads.insert(*thread, name.clone());
-                    }
-                    _ => {}
-                }
+                names.learn(&event);
                 if writeln!(out, "{:>10} {}", offset, names.describe(&event)).is_err() {
                     return Ok(0); // stdout closed (e.g. piped into head)
                 }
@@ -147,9 +139,9 @@ fn stats(args: &[String]) -> Result<u8, String> {
         _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
     };
     let data = read(path)?;
-    let trace = Trace::decode(&data).map_err(|e| format!("{}: {}", path, e))?;
-    print!("{}", Stats::of(&trace).report(top));
-    if let Some(at) = trace.cut_at {
+    let (stats, cut_at) = Stats::of_file(&data).map_err(|e| format!("{}: {}", path, e))?;
+    print!("{}", stats.report(top));
+    if let Some(at) = cut_at {
         eprintln!(
             "jlive: {}: the file ends inside its last event (offset {}; the JVM was stopped while it wrote?): the {} bytes from there are left out",
             path,

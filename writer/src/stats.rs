@@ -22,26 +22,31 @@ impl Trace {
     /// out and `cut_at` says where it began.
     pub fn decode(data: &[u8]) -> Result<Trace, DecodeError> {
         let (header, events, cut_at) = jinsight::decode::decode_whole_events(data)?;
-        let mut classes = HashMap::new();
-        let mut threads = HashMap::new();
-        for (_, e) in &events {
-            match e {
-                Event::ClassLoad(load) => {
-                    classes.insert(load.class, (**load).clone());
-                }
-                Event::ThreadDefine { thread, name, .. } => {
-                    threads.insert(*thread, name.clone());
-                }
-                _ => {}
-            }
-        }
-        Ok(Trace {
+        let mut trace = Trace {
             header,
-            events,
-            classes,
-            threads,
+            events: Vec::new(),
+            classes: HashMap::new(),
+            threads: HashMap::new(),
             cut_at,
-        })
+        };
+        for (_, e) in &events {
+            trace.learn(e);
+        }
+        trace.events = events;
+        Ok(trace)
+    }
+
+    /// Takes the names an event defines: a class's (and its methods'), a thread's.
+    pub fn learn(&mut self, event: &Event) {
+        match event {
+            Event::ClassLoad(load) => {
+                self.classes.insert(load.class, (**load).clone());
+            }
+            Event::ThreadDefine { thread, name, .. } => {
+                self.threads.insert(*thread, name.clone());
+            }
+            _ => {}
+        }
     }
 
     /// `pkg/Class` of a class ID.
@@ -218,59 +223,70 @@ struct Open {
     children: u64,
 }
 
-impl Stats {
-    pub fn of(trace: &Trace) -> Stats {
-        let mut stats = Stats {
-            ticks_per_microsecond: trace.header.ticks_per_microsecond,
-            ..Stats::default()
-        };
-        let mut entries: HashMap<u32, u64> = HashMap::new();
-        let mut methods: HashMap<(u16, u16), (u64, u64)> = HashMap::new();
-        let mut stacks: HashMap<u32, Vec<Open>> = HashMap::new();
-        for (_, e) in &trace.events {
-            // The TraceEnd marker closes the file; the header's number of events and
-            // `jlive check` leave it out, and so does this count.
-            if !matches!(e, Event::TraceEnd { .. }) {
-                *stats.by_type.entry(e.name()).or_insert(0) += 1;
+/// What [`Stats`] counts while the events go by, before names are resolved.
+#[derive(Default)]
+struct Tally {
+    stats: Stats,
+    entries: HashMap<u32, u64>,
+    methods: HashMap<(u16, u16), (u64, u64)>,
+    stacks: HashMap<u32, Vec<Open>>,
+}
+
+impl Tally {
+    fn add(&mut self, e: &Event) {
+        // The TraceEnd marker closes the file; the header's number of events and
+        // `jlive check` leave it out, and so does this count.
+        if !matches!(e, Event::TraceEnd { .. }) {
+            *self.stats.by_type.entry(e.name()).or_insert(0) += 1;
+        }
+        match e {
+            Event::BeginBurst { .. } => {
+                self.stats.bursts += 1;
+                self.stacks.clear();
             }
-            match e {
-                Event::BeginBurst { .. } => {
-                    stats.bursts += 1;
-                    stacks.clear();
-                }
-                Event::UserEvent { message, .. } if message.starts_with("jlive:") => {
-                    stats.notes.push(message.clone());
-                }
-                Event::MethodEnter {
-                    ticks,
-                    thread,
-                    class,
-                    method,
-                    ..
-                } => {
-                    *entries.entry(*thread).or_insert(0) += 1;
-                    methods.entry((*class, *method)).or_insert((0, 0)).0 += 1;
-                    stacks.entry(*thread).or_default().push(Open {
-                        key: (*class, *method),
-                        entered: *ticks,
-                        children: 0,
-                    });
-                }
-                Event::MethodLeave { ticks, thread, .. } => {
-                    let stack = stacks.entry(*thread).or_default();
-                    if let Some(open) = stack.pop() {
-                        let total = ticks.saturating_sub(open.entered);
-                        methods.entry(open.key).or_insert((0, 0)).1 +=
-                            total.saturating_sub(open.children);
-                        if let Some(parent) = stack.last_mut() {
-                            parent.children += total;
-                        }
+            Event::UserEvent { message, .. } if message.starts_with("jlive:") => {
+                self.stats.notes.push(message.clone());
+            }
+            Event::MethodEnter {
+                ticks,
+                thread,
+                class,
+                method,
+                ..
+            } => {
+                *self.entries.entry(*thread).or_insert(0) += 1;
+                self.methods.entry((*class, *method)).or_insert((0, 0)).0 += 1;
+                self.stacks.entry(*thread).or_default().push(Open {
+                    key: (*class, *method),
+                    entered: *ticks,
+                    children: 0,
+                });
+            }
+            Event::MethodLeave { ticks, thread, .. } => {
+                let stack = self.stacks.entry(*thread).or_default();
+                if let Some(open) = stack.pop() {
+                    let total = ticks.saturating_sub(open.entered);
+                    self.methods.entry(open.key).or_insert((0, 0)).1 +=
+                        total.saturating_sub(open.children);
+                    if let Some(parent) = stack.last_mut() {
+                        parent.children += total;
                     }
                 }
-                _ => {}
             }
+            _ => {}
         }
-        let mut threads: Vec<(u32, String, u64)> = trace
+    }
+
+    /// The stats, with the names `names` holds.
+    fn finish(self, names: &Trace) -> Stats {
+        let Tally {
+            mut stats,
+            entries,
+            methods,
+            ..
+        } = self;
+        stats.ticks_per_microsecond = names.header.ticks_per_microsecond;
+        let mut threads: Vec<(u32, String, u64)> = names
             .threads
             .iter()
             .map(|(&t, n)| (t, n.clone(), entries.get(&t).copied().unwrap_or(0)))
@@ -280,12 +296,53 @@ impl Stats {
         stats.methods = methods
             .into_iter()
             .map(|((c, m), (calls, self_ticks))| MethodStats {
-                name: trace.method_name(c, m),
+                name: names.method_name(c, m),
                 calls,
                 self_ticks,
             })
             .collect();
         stats
+    }
+}
+
+impl Stats {
+    pub fn of(trace: &Trace) -> Stats {
+        let mut tally = Tally::default();
+        for (_, e) in &trace.events {
+            tally.add(e);
+        }
+        tally.finish(trace)
+    }
+
+    /// The stats of a whole file, decoded one event at a time and none kept (a trace's events
+    /// take several times its size in memory), and where its last event was cut short, as
+    /// [`Trace::decode`] reads it.
+    pub fn of_file(data: &[u8]) -> Result<(Stats, Option<usize>), DecodeError> {
+        let mut decoder = jinsight::Decoder::new(data)?;
+        let mut names = Trace {
+            header: decoder.header().clone(),
+            events: Vec::new(),
+            classes: HashMap::new(),
+            threads: HashMap::new(),
+            cut_at: None,
+        };
+        let mut tally = Tally::default();
+        loop {
+            match decoder.next_event() {
+                Ok(Some((_, e))) => {
+                    names.learn(&e);
+                    tally.add(&e);
+                }
+                Ok(None) => break,
+                Err(e) if e.cut_short => {
+                    names.cut_at = Some(e.offset);
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        names.header = decoder.header().clone();
+        Ok((tally.finish(&names), names.cut_at))
     }
 
     /// Total method entries.

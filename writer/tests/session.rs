@@ -149,6 +149,10 @@ fn fib_round_trip_counts_and_checks() {
     let trace = Trace::decode(&data).unwrap();
     assert_eq!(trace.header.ticks_per_microsecond, 2500, "patched at close");
     let stats = Stats::of(&trace);
+    // jlive stats reads the file one event at a time, keeping none, to the same figures.
+    let (streamed, cut_at) = Stats::of_file(&data).unwrap();
+    assert_eq!(cut_at, None);
+    assert_eq!(streamed.report(50), stats.report(50));
     // fib(10) makes 177 calls; the stray exit of a frame entered before the burst is not written.
     assert_eq!(stats.by_type["METHOD_ENTER"], 177);
     assert_eq!(stats.by_type["METHOD_LEAVE"], 177);
@@ -308,6 +312,10 @@ fn a_file_cut_inside_an_event_decodes_up_to_that_event() {
         assert!(err.cut_short && err.offset == last_enter, "{:?}", err);
         let trace = Trace::decode(cut).unwrap();
         assert_eq!(trace.cut_at, Some(last_enter));
+        // jlive stats reads it one event at a time, to the same figures.
+        let (streamed, cut_at) = Stats::of_file(cut).unwrap();
+        assert_eq!(cut_at, Some(last_enter));
+        assert_eq!(streamed.report(50), Stats::of(&trace).report(50));
         let before = whole
             .events
             .iter()
