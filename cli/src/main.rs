@@ -3,7 +3,7 @@
 mod ctl;
 mod launch;
 
-use jlive_writer::jinsight::check::check;
+use jlive_writer::jinsight::check::check_reader;
 use jlive_writer::stats::{Stats, Trace};
 use std::process::ExitCode;
 
@@ -65,20 +65,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn read(path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path, e))
+/// A trace opened for reading: check, dump and stats decode it a chunk at a time, so that a
+/// trace of many gigabytes needs no more memory than a small one.
+fn open(path: &str) -> Result<std::fs::File, String> {
+    std::fs::File::open(path).map_err(|e| format!("cannot read {}: {}", path, e))
 }
 
-fn with_file(args: &[String], f: fn(&str, &[u8]) -> Result<u8, String>) -> Result<u8, String> {
+fn with_file(
+    args: &[String],
+    f: fn(&str, std::fs::File) -> Result<u8, String>,
+) -> Result<u8, String> {
     match args {
-        [path] => f(path, &read(path)?),
+        [path] => f(path, open(path)?),
         _ => Err(format!("expected one trace file\n\n{}", USAGE)),
     }
 }
 
-fn dump(_path: &str, data: &[u8]) -> Result<u8, String> {
+fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
     use std::io::Write;
-    let mut decoder = jlive_writer::jinsight::Decoder::new(data).map_err(|e| e.to_string())?;
+    let mut decoder =
+        jlive_writer::jinsight::StreamDecoder::new(file).map_err(|e| e.to_string())?;
     let h = decoder.header().clone();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
@@ -113,8 +119,8 @@ fn dump(_path: &str, data: &[u8]) -> Result<u8, String> {
     }
 }
 
-fn check_file(path: &str, data: &[u8]) -> Result<u8, String> {
-    match check(data) {
+fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
+    match check_reader(file) {
         Ok(s) => {
             println!(
                 "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects",
@@ -138,15 +144,15 @@ fn stats(args: &[String]) -> Result<u8, String> {
         ),
         _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
     };
-    let data = read(path)?;
-    let (stats, cut_at) = Stats::of_file(&data).map_err(|e| format!("{}: {}", path, e))?;
+    let length = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     print!("{}", stats.report(top));
     if let Some(at) = cut_at {
         eprintln!(
             "jlive: {}: the file ends inside its last event (offset {}; the JVM was stopped while it wrote?): the {} bytes from there are left out",
             path,
             at,
-            data.len() - at
+            length.saturating_sub(at)
         );
     }
     Ok(0)

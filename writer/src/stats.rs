@@ -318,7 +318,12 @@ impl Stats {
     /// take several times its size in memory), and where its last event was cut short, as
     /// [`Trace::decode`] reads it.
     pub fn of_file(data: &[u8]) -> Result<(Stats, Option<usize>), DecodeError> {
-        let mut decoder = jinsight::Decoder::new(data)?;
+        Stats::of_reader(data)
+    }
+
+    /// [`Stats::of_file`] of a file read from `reader`, a chunk at a time.
+    pub fn of_reader(reader: impl std::io::Read) -> Result<(Stats, Option<usize>), DecodeError> {
+        let mut decoder = jinsight::StreamDecoder::new(reader)?;
         let mut names = Trace {
             header: decoder.header().clone(),
             events: Vec::new(),

@@ -294,6 +294,77 @@ fn check_rejects_truncation_flipped_codes_and_empty_files() {
     assert!(check(&bad).is_err());
 }
 
+/// Gives a few bytes per read, so that events straddle every read and every chunk.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(out.len()).min(self.data.len());
+        out[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        self.step = self.step % 7 + 1;
+        Ok(n)
+    }
+}
+
+/// Every event with its offset, or the error that ends them.
+fn events_of(
+    mut next: impl FnMut() -> Result<Option<(usize, Event)>, jinsight::DecodeError>,
+) -> (Vec<(usize, Event)>, Option<jinsight::DecodeError>) {
+    let mut events = Vec::new();
+    loop {
+        match next() {
+            Ok(Some(e)) => events.push(e),
+            Ok(None) => return (events, None),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+}
+
+/// The stream decoder (check, dump and stats of the CLI) reads a chunk at a time and gives
+/// the same events, offsets and errors as the decoder of a whole file in memory: whole, cut
+/// inside an event, with a bad event code, and with its header cut short.
+#[test]
+fn the_stream_decoder_reads_what_the_whole_file_decoder_reads() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let whole = Trace::decode(&data).unwrap();
+    let (last_enter, _) = *whole
+        .events
+        .iter()
+        .rfind(|(_, e)| matches!(e, Event::MethodEnter { .. }))
+        .unwrap();
+    let mut bad = data.clone();
+    bad[last_enter] = 0xEE;
+    let inputs: [&[u8]; 5] = [&data, &data[..last_enter + 7], &bad, &data[..20], &[]];
+    for input in inputs {
+        let expected = match jinsight::Decoder::new(input) {
+            Ok(mut d) => Ok(events_of(|| d.next_event())),
+            Err(e) => Err(e),
+        };
+        for chunk in [1, 3, 64, 1 << 20] {
+            let reader = Trickle {
+                data: input,
+                step: 1,
+            };
+            let got = match jinsight::StreamDecoder::with_chunk(reader, chunk) {
+                Ok(mut d) => Ok(events_of(|| d.next_event())),
+                Err(e) => Err(e),
+            };
+            assert_eq!(
+                got,
+                expected,
+                "{} bytes in chunks of {}",
+                input.len(),
+                chunk
+            );
+        }
+    }
+    assert!(check(&data).is_ok());
+}
+
 /// A file that ends inside an event (a JVM killed while its writer wrote): `check` names that
 /// event, and `Trace::decode` gives every event before it.
 #[test]

@@ -36,7 +36,12 @@ fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
 
 /// Checks a whole file held in memory.
 pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
-    let mut decoder = Decoder::new(data)?;
+    check_reader(data)
+}
+
+/// Checks a whole file read from `reader`, a chunk at a time.
+pub fn check_reader(reader: impl std::io::Read) -> Result<CheckSummary, DecodeError> {
+    let mut decoder = StreamDecoder::new(reader)?;
     if decoder.header().version != VERSION {
         return fail(
             1,
@@ -70,7 +75,7 @@ pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
     }
     if end_offset.is_none() {
         return fail(
-            data.len(),
+            decoder.offset(),
             "no TraceEnd: the file is truncated or was not closed".into(),
         );
     }

@@ -22,10 +22,12 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// Reads a JinsightLive file held in memory.
+/// Reads a JinsightLive file held in memory (or a piece of one: [`StreamDecoder`]).
 pub struct Decoder<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The file offset of `data[0]`: every offset reported is a file offset.
+    base: usize,
     endian: Endian,
     header: Header,
     ended: bool,
@@ -75,10 +77,23 @@ impl<'a> Decoder<'a> {
         Ok(Decoder {
             data,
             pos: HEADER_LEN,
+            base: 0,
             endian,
             header,
             ended: false,
         })
+    }
+
+    /// Goes on in `data`, the bytes of the file from offset `base` on, where `from` stopped.
+    fn resume<'b>(from: &Decoder<'_>, data: &'b [u8], base: usize) -> Decoder<'b> {
+        Decoder {
+            data,
+            pos: 0,
+            base,
+            endian: from.endian,
+            header: from.header.clone(),
+            ended: from.ended,
+        }
     }
 
     pub fn header(&self) -> &Header {
@@ -91,7 +106,7 @@ impl<'a> Decoder<'a> {
 
     /// Offset of the next event.
     pub fn offset(&self) -> usize {
-        self.pos
+        self.base + self.pos
     }
 
     /// True once TraceEnd has been read.
@@ -109,7 +124,7 @@ impl<'a> Decoder<'a> {
         self.pos += 1;
         let event = self.event(code).map_err(|mut e| {
             if e.offset == usize::MAX {
-                e.offset = start;
+                e.offset = self.base + start;
             }
             e
         });
@@ -118,7 +133,7 @@ impl<'a> Decoder<'a> {
                 if matches!(ev, Event::TraceEnd { .. }) {
                     self.ended = true;
                 }
-                Ok(Some((start, ev)))
+                Ok(Some((self.base + start, ev)))
             }
             Err(e) => {
                 self.pos = self.data.len();
@@ -142,7 +157,7 @@ impl<'a> Decoder<'a> {
                     format!(
                         "event cut short: needs {} more bytes at offset {}, file has {}",
                         n,
-                        self.pos,
+                        self.base + self.pos,
                         self.data.len() - self.pos.min(self.data.len())
                     ),
                 )
@@ -302,6 +317,113 @@ impl<'a> Decoder<'a> {
             END_BURST => Event::EndBurst { ticks },
             _ => return Err(error(usize::MAX, format!("unknown event code {}", code))),
         })
+    }
+}
+
+/// Reads a JinsightLive file from a reader one event at a time, holding one chunk of it (and
+/// an event that is larger) instead of the whole file: what `jlive check`, `dump` and `stats`
+/// read traces of many gigabytes with. Offsets and errors are the same as [`Decoder`]'s over
+/// the whole file.
+pub struct StreamDecoder<R> {
+    reader: R,
+    chunk: usize,
+    /// Bytes read: the file from offset `base` on, decoded up to `at`.
+    buf: Vec<u8>,
+    base: usize,
+    at: usize,
+    eof: bool,
+    /// The header and where the events stand (`ended`), in a decoder of no bytes.
+    state: Decoder<'static>,
+}
+
+/// How much a [`StreamDecoder`] reads at a time.
+pub const STREAM_CHUNK: usize = 8 << 20;
+
+impl<R: std::io::Read> StreamDecoder<R> {
+    /// Reads and parses the header.
+    pub fn new(reader: R) -> Result<StreamDecoder<R>, DecodeError> {
+        StreamDecoder::with_chunk(reader, STREAM_CHUNK)
+    }
+
+    /// Reads `chunk` bytes at a time (the tests make events straddle chunks with a small one).
+    pub fn with_chunk(reader: R, chunk: usize) -> Result<StreamDecoder<R>, DecodeError> {
+        let mut s = StreamDecoder {
+            reader,
+            chunk: chunk.max(1),
+            buf: Vec::new(),
+            base: 0,
+            at: 0,
+            eof: false,
+            state: Decoder {
+                data: &[],
+                pos: 0,
+                base: 0,
+                endian: Endian::Little,
+                header: Header::default(),
+                ended: false,
+            },
+        };
+        while s.buf.len() < HEADER_LEN && !s.eof {
+            s.fill()?;
+        }
+        let first = Decoder::new(&s.buf)?;
+        s.state = Decoder::resume(&first, &[], HEADER_LEN);
+        s.at = HEADER_LEN;
+        Ok(s)
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.state.header
+    }
+
+    /// The file offset of the next event (at the end: the file's length).
+    pub fn offset(&self) -> usize {
+        self.base + self.at
+    }
+
+    /// The next event with its file offset; `Ok(None)` at the end of the file.
+    pub fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
+        loop {
+            let mut d = Decoder::resume(&self.state, &self.buf[self.at..], self.base + self.at);
+            match d.next_event() {
+                Ok(Some(event)) => {
+                    self.at += d.pos;
+                    self.state.ended = d.ended;
+                    return Ok(Some(event));
+                }
+                Ok(None) if self.eof => return Ok(None),
+                Err(e) if !e.cut_short || self.eof => return Err(e),
+                // The next event lies (partly) past what has been read.
+                Ok(None) | Err(_) => self.fill()?,
+            }
+        }
+    }
+
+    /// Drops what is decoded and appends up to one chunk of the file to `buf`; at the end of
+    /// the file sets `eof`.
+    fn fill(&mut self) -> Result<(), DecodeError> {
+        self.buf.drain(..self.at);
+        self.base += self.at;
+        self.at = 0;
+        let had = self.buf.len();
+        self.buf.resize(had + self.chunk, 0);
+        let mut got = 0;
+        while got < self.chunk {
+            match self.reader.read(&mut self.buf[had + got..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(had + got);
+                    return Err(error(self.base + had + got, format!("cannot read: {}", e)));
+                }
+            }
+        }
+        self.buf.truncate(had + got);
+        Ok(())
     }
 }
 

@@ -48,7 +48,7 @@ pub mod check;
 pub mod decode;
 pub mod encode;
 
-pub use decode::{DecodeError, Decoder};
+pub use decode::{DecodeError, Decoder, StreamDecoder};
 pub use encode::Encoder;
 
 pub const MAGIC: u8 = b'b';
