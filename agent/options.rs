@@ -224,6 +224,7 @@ fn list(value: &str) -> Vec<String> {
 
 /// "64k", "1m", "65536" → bytes.
 fn size(key: &str, value: &str) -> Result<usize, OptionError> {
+    const ACCEPTED: &str = "a size from 4k to 64m, such as 64k or 1m";
     let lower = value.to_ascii_lowercase();
     let (digits, unit) = match lower.strip_suffix('k') {
         Some(d) => (d, 1024),
@@ -234,10 +235,10 @@ fn size(key: &str, value: &str) -> Result<usize, OptionError> {
     };
     let n: usize = digits
         .parse()
-        .map_err(|_| bad_value(key, value, "a size such as 64k or 1m"))?;
+        .map_err(|_| bad_value(key, value, ACCEPTED))?;
     let bytes = n.saturating_mul(unit);
     if !(4096..=64 * 1024 * 1024).contains(&bytes) {
-        return Err(bad_value(key, value, "a size from 4k to 64m"));
+        return Err(bad_value(key, value, ACCEPTED));
     }
     Ok(bytes)
 }
@@ -541,7 +542,15 @@ mod tests {
             e,
             "bad value 'maybe' for option 'methods': accepted on, entry, off"
         );
-        assert!(Options::parse("buffer=1").is_err());
+        // Too small, too large, or in a unit it does not take: each answer gives the range.
+        for value in ["1", "1g", "128m", "lots"] {
+            let e = Options::parse(&format!("buffer={}", value)).unwrap_err().0;
+            assert!(
+                e.ends_with("accepted a size from 4k to 64m, such as 64k or 1m"),
+                "{}",
+                e
+            );
+        }
         assert!(Options::parse("plugin=x.so")
             .unwrap_err()
             .0
