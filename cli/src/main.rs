@@ -82,6 +82,7 @@ fn with_file(
 }
 
 fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
+    use std::fmt::Write as _;
     use std::io::Write;
     let mut decoder =
         jlive_writer::jinsight::StreamDecoder::new(file).map_err(|e| e.to_string())?;
@@ -94,18 +95,18 @@ fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
         h.version, h.platform, h.number_of_events, h.max_threads, h.max_classes, h.ticks_per_microsecond, h.start_ticks
     );
     // Names are resolved from what has been read so far: definitions precede their use.
-    let mut names = Trace {
-        header: h,
-        events: Vec::new(),
-        classes: Default::default(),
-        threads: Default::default(),
-        cut_at: None,
-    };
+    let mut names = Trace::empty(h);
+    // One line reused for every event: a trace holds tens of millions.
+    let mut line = String::new();
     loop {
         match decoder.next_event() {
             Ok(Some((offset, event))) => {
                 names.learn(&event);
-                if writeln!(out, "{:>10} {}", offset, names.describe(&event)).is_err() {
+                line.clear();
+                let _ = write!(line, "{:>10} ", offset);
+                names.describe_into(&mut line, &event);
+                line.push('\n');
+                if out.write_all(line.as_bytes()).is_err() {
                     return Ok(0); // stdout closed (e.g. piped into head)
                 }
             }

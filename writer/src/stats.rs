@@ -23,17 +23,26 @@ impl Trace {
     pub fn decode(data: &[u8]) -> Result<Trace, DecodeError> {
         let (header, events, cut_at) = jinsight::decode::decode_whole_events(data)?;
         let mut trace = Trace {
-            header,
-            events: Vec::new(),
-            classes: HashMap::new(),
-            threads: HashMap::new(),
             cut_at,
+            ..Trace::empty(header)
         };
         for (_, e) in &events {
             trace.learn(e);
         }
         trace.events = events;
         Ok(trace)
+    }
+
+    /// A trace with no events and no names yet, to [`Trace::learn`] them as events are read
+    /// one at a time (definitions precede their use).
+    pub fn empty(header: Header) -> Trace {
+        Trace {
+            header,
+            events: Vec::new(),
+            classes: HashMap::new(),
+            threads: HashMap::new(),
+            cut_at: None,
+        }
     }
 
     /// Takes the names an event defines: a class's (and its methods'), a thread's.
@@ -51,21 +60,41 @@ impl Trace {
 
     /// `pkg/Class` of a class ID.
     pub fn class_name(&self, class: u16) -> String {
-        self.classes
-            .get(&class)
-            .map(|c| c.name.clone())
-            .unwrap_or_else(|| format!("class#{}", class))
+        let mut s = String::new();
+        self.write_class_name(&mut s, class);
+        s
+    }
+
+    fn write_class_name(&self, out: &mut String, class: u16) {
+        match self.classes.get(&class) {
+            Some(c) => out.push_str(&c.name),
+            None => {
+                let _ = write!(out, "class#{}", class);
+            }
+        }
     }
 
     /// `pkg/Class.method` of a method.
     pub fn method_name(&self, class: u16, method: u16) -> String {
+        let mut s = String::new();
+        self.write_method_name(&mut s, class, method);
+        s
+    }
+
+    fn write_method_name(&self, out: &mut String, class: u16, method: u16) {
+        self.write_class_name(out, class);
         let m = self
             .classes
             .get(&class)
             .and_then(|c| c.methods.get(usize::from(method)));
         match m {
-            Some(m) => format!("{}.{}", self.class_name(class), m.name),
-            None => format!("{}.method#{}", self.class_name(class), method),
+            Some(m) => {
+                out.push('.');
+                out.push_str(&m.name);
+            }
+            None => {
+                let _ = write!(out, ".method#{}", method);
+            }
         }
     }
 
@@ -91,10 +120,31 @@ impl Trace {
 
     /// One line describing an event, names resolved (the `jlive dump` format).
     pub fn describe(&self, event: &Event) -> String {
-        let ticks = event.ticks().map(|t| t.to_string()).unwrap_or_default();
-        let what = match event {
-            Event::ClassDefine { class, .. } => format!("class={}", class),
-            Event::ClassLoad(c) => format!(
+        let mut s = String::new();
+        self.describe_into(&mut s, event);
+        s
+    }
+
+    /// [`Trace::describe`] appended to `out`: `jlive dump` reuses one line for all events.
+    pub fn describe_into(&self, out: &mut String, event: &Event) {
+        let start = out.len();
+        if let Some(t) = event.ticks() {
+            let _ = write!(out, "{}", t);
+        }
+        out.push(' ');
+        out.push_str(event.name());
+        out.push(' ');
+        self.describe_fields(out, event);
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
+    }
+
+    /// What follows an event's name in its `jlive dump` line.
+    fn describe_fields(&self, out: &mut String, event: &Event) {
+        let _ = match event {
+            Event::ClassDefine { class, .. } => write!(out, "class={}", class),
+            Event::ClassLoad(c) => write!(
+                out,
                 "class={} name={} methods={} fields={} super={} interfaces={:?}",
                 c.class,
                 c.name,
@@ -110,23 +160,22 @@ impl Trace {
                 object,
                 ..
             } => {
-                let obj = if *object == jinsight::NO_OBJECT {
-                    "static".to_string()
+                let _ = write!(out, "thread={} ", thread);
+                self.write_method_name(out, *class, *method);
+                if *object == jinsight::NO_OBJECT {
+                    out.push_str(" static");
+                    Ok(())
                 } else {
-                    format!("object={}", object)
-                };
-                format!(
-                    "thread={} {} {}",
-                    thread,
-                    self.method_name(*class, *method),
-                    obj
-                )
+                    write!(out, " object={}", object)
+                }
             }
             Event::MethodLeave {
                 thread, overhead, ..
-            } => format!("thread={} overhead={}", thread, overhead),
+            } => write!(out, "thread={} overhead={}", thread, overhead),
             Event::ObjectDefined { object, class, .. } => {
-                format!("object={} class={}", object, self.class_name(*class))
+                let _ = write!(out, "object={} class=", object);
+                self.write_class_name(out, *class);
+                Ok(())
             }
             Event::ObjectCreated {
                 object,
@@ -134,39 +183,32 @@ impl Trace {
                 thread,
                 ..
             } => {
-                format!(
-                    "object={} class={} thread={}",
-                    object,
-                    self.class_name(*class),
-                    thread
-                )
+                let _ = write!(out, "object={} class=", object);
+                self.write_class_name(out, *class);
+                write!(out, " thread={}", thread)
             }
-            Event::ObjectReclaimed { object, .. } => format!("object={}", object),
+            Event::ObjectReclaimed { object, .. } => write!(out, "object={}", object),
             Event::ArrayDefined {
                 array_type,
                 object,
                 size,
                 ..
-            } => {
-                format!(
-                    "object={} type={} size={}",
-                    object,
-                    jinsight::array_type_name(*array_type),
-                    size
-                )
-            }
+            } => write!(
+                out,
+                "object={} type={} size={}",
+                object,
+                jinsight::array_type_name(*array_type),
+                size
+            ),
             Event::ArrayClassDefined {
                 object,
                 class,
                 size,
                 ..
             } => {
-                format!(
-                    "object={} element={} size={}",
-                    object,
-                    self.class_name(*class),
-                    size
-                )
+                let _ = write!(out, "object={} element=", object);
+                self.write_class_name(out, *class);
+                write!(out, " size={}", size)
             }
             Event::ArrayCreated {
                 object,
@@ -174,25 +216,25 @@ impl Trace {
                 thread,
                 is_array,
                 ..
-            } => {
-                format!(
-                    "object={} size={} thread={} isArray={}",
-                    object, size, thread, is_array
-                )
-            }
+            } => write!(
+                out,
+                "object={} size={} thread={} isArray={}",
+                object, size, thread, is_array
+            ),
             Event::ThreadDefine { thread, name, .. } => {
-                format!("thread={} name={:?}", thread, name)
+                write!(out, "thread={} name={:?}", thread, name)
             }
             Event::ThreadStart { thread, .. } | Event::ThreadExit { thread, .. } => {
-                format!("thread={} ({})", thread, self.thread_name(*thread))
+                let name = self.threads.get(thread);
+                match name {
+                    Some(n) => write!(out, "thread={} ({})", thread, n),
+                    None => write!(out, "thread={} (thread#{})", thread, thread),
+                }
             }
-            Event::UserEvent { message, .. } => format!("{:?}", message),
-            Event::TraceEnd { first, second } => format!("{:#x} {:#x}", first, second),
-            _ => String::new(),
+            Event::UserEvent { message, .. } => write!(out, "{:?}", message),
+            Event::TraceEnd { first, second } => write!(out, "{:#x} {:#x}", first, second),
+            _ => Ok(()),
         };
-        format!("{} {} {}", ticks, event.name(), what)
-            .trim_end()
-            .to_string()
     }
 }
 
@@ -324,13 +366,7 @@ impl Stats {
     /// [`Stats::of_file`] of a file read from `reader`, a chunk at a time.
     pub fn of_reader(reader: impl std::io::Read) -> Result<(Stats, Option<usize>), DecodeError> {
         let mut decoder = jinsight::StreamDecoder::new(reader)?;
-        let mut names = Trace {
-            header: decoder.header().clone(),
-            events: Vec::new(),
-            classes: HashMap::new(),
-            threads: HashMap::new(),
-            cut_at: None,
-        };
+        let mut names = Trace::empty(decoder.header().clone());
         let mut tally = Tally::default();
         loop {
             match decoder.next_event() {
