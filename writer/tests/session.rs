@@ -562,3 +562,44 @@ fn thread_cpu_time() -> f64 {
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
 }
+
+/// The `jlive dump` lines of the fib trace, as scripts that grep them read them.
+#[test]
+fn dump_lines_keep_their_format() {
+    let data = fib_trace(jinsight::PLATFORM_LINUX_X86);
+    let trace = Trace::decode(&data).unwrap();
+    let lines: Vec<String> = trace
+        .events
+        .iter()
+        .map(|(_, e)| trace.describe(e))
+        .collect();
+    let expected = [
+        "1 BEGIN_BURST",
+        "1 CLASS_DEFINE class=0",
+        "1 CLASS_LOAD class=0 name=java/lang/Object methods=0 fields=0 super=0 interfaces=[]",
+        "1 CLASS_DEFINE class=2",
+        "1 CLASS_LOAD class=2 name=java/lang/Runnable methods=0 fields=0 super=0 interfaces=[]",
+        "1 CLASS_DEFINE class=1",
+        "1 CLASS_LOAD class=1 name=java/lang/Thread methods=1 fields=0 super=0 interfaces=[2]",
+        "2 THREAD_DEFINE thread=1 name=\"worker-7\"",
+        "2 THREAD_START thread=1 (worker-7)",
+        "11 CLASS_DEFINE class=3",
+        "11 CLASS_LOAD class=3 name=app/Fib methods=2 fields=1 super=0 interfaces=[]",
+        "11 METHOD_ENTER thread=1 app/Fib.fib static",
+    ];
+    assert_eq!(lines[..expected.len()], expected);
+    assert_eq!(lines.last().unwrap(), " TRACE_END 0xdead 0xdead");
+    // Names not (yet) defined are numbered.
+    let unknown = Event::MethodEnter {
+        ticks: 5,
+        thread: 9,
+        class: 77,
+        method: 3,
+        object: 12,
+        line: 0,
+    };
+    assert_eq!(
+        trace.describe(&unknown),
+        "5 METHOD_ENTER thread=9 class#77.method#3 object=12"
+    );
+}
