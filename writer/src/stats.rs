@@ -4,7 +4,7 @@
 
 use crate::jinsight::{self, ClassLoad, DecodeError, Event, Header};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 /// A decoded trace with its names indexed.
 pub struct Trace {
@@ -61,49 +61,48 @@ impl Trace {
     /// `pkg/Class` of a class ID.
     pub fn class_name(&self, class: u16) -> String {
         let mut s = String::new();
-        self.write_class_name(&mut s, class);
+        let _ = self.write_class_name(&mut s, class);
         s
     }
 
-    fn write_class_name(&self, out: &mut String, class: u16) {
+    fn write_class_name(&self, out: &mut String, class: u16) -> fmt::Result {
         match self.classes.get(&class) {
-            Some(c) => out.push_str(&c.name),
-            None => {
-                let _ = write!(out, "class#{}", class);
-            }
+            Some(c) => out.write_str(&c.name),
+            None => write!(out, "class#{}", class),
         }
     }
 
     /// `pkg/Class.method` of a method.
     pub fn method_name(&self, class: u16, method: u16) -> String {
         let mut s = String::new();
-        self.write_method_name(&mut s, class, method);
+        let _ = self.write_method_name(&mut s, class, method);
         s
     }
 
-    fn write_method_name(&self, out: &mut String, class: u16, method: u16) {
-        self.write_class_name(out, class);
+    fn write_method_name(&self, out: &mut String, class: u16, method: u16) -> fmt::Result {
+        self.write_class_name(out, class)?;
         let m = self
             .classes
             .get(&class)
             .and_then(|c| c.methods.get(usize::from(method)));
         match m {
-            Some(m) => {
-                out.push('.');
-                out.push_str(&m.name);
-            }
-            None => {
-                let _ = write!(out, ".method#{}", method);
-            }
+            Some(m) => write!(out, ".{}", m.name),
+            None => write!(out, ".method#{}", method),
         }
     }
 
     /// Name of a thread ID.
     pub fn thread_name(&self, thread: u32) -> String {
-        self.threads
-            .get(&thread)
-            .cloned()
-            .unwrap_or_else(|| format!("thread#{}", thread))
+        let mut s = String::new();
+        let _ = self.write_thread_name(&mut s, thread);
+        s
+    }
+
+    fn write_thread_name(&self, out: &mut String, thread: u32) -> fmt::Result {
+        match self.threads.get(&thread) {
+            Some(name) => out.write_str(name),
+            None => write!(out, "thread#{}", thread),
+        }
     }
 
     /// Thread IDs whose name is `name`.
@@ -134,14 +133,15 @@ impl Trace {
         out.push(' ');
         out.push_str(event.name());
         out.push(' ');
-        self.describe_fields(out, event);
+        // Writing into a String cannot fail.
+        let _ = self.describe_fields(out, event);
         let kept = out[start..].trim_end().len();
         out.truncate(start + kept);
     }
 
     /// What follows an event's name in its `jlive dump` line.
-    fn describe_fields(&self, out: &mut String, event: &Event) {
-        let _ = match event {
+    fn describe_fields(&self, out: &mut String, event: &Event) -> fmt::Result {
+        match event {
             Event::ClassDefine { class, .. } => write!(out, "class={}", class),
             Event::ClassLoad(c) => write!(
                 out,
@@ -160,11 +160,10 @@ impl Trace {
                 object,
                 ..
             } => {
-                let _ = write!(out, "thread={} ", thread);
-                self.write_method_name(out, *class, *method);
+                write!(out, "thread={} ", thread)?;
+                self.write_method_name(out, *class, *method)?;
                 if *object == jinsight::NO_OBJECT {
-                    out.push_str(" static");
-                    Ok(())
+                    out.write_str(" static")
                 } else {
                     write!(out, " object={}", object)
                 }
@@ -173,9 +172,8 @@ impl Trace {
                 thread, overhead, ..
             } => write!(out, "thread={} overhead={}", thread, overhead),
             Event::ObjectDefined { object, class, .. } => {
-                let _ = write!(out, "object={} class=", object);
-                self.write_class_name(out, *class);
-                Ok(())
+                write!(out, "object={} class=", object)?;
+                self.write_class_name(out, *class)
             }
             Event::ObjectCreated {
                 object,
@@ -183,8 +181,8 @@ impl Trace {
                 thread,
                 ..
             } => {
-                let _ = write!(out, "object={} class=", object);
-                self.write_class_name(out, *class);
+                write!(out, "object={} class=", object)?;
+                self.write_class_name(out, *class)?;
                 write!(out, " thread={}", thread)
             }
             Event::ObjectReclaimed { object, .. } => write!(out, "object={}", object),
@@ -206,8 +204,8 @@ impl Trace {
                 size,
                 ..
             } => {
-                let _ = write!(out, "object={} element=", object);
-                self.write_class_name(out, *class);
+                write!(out, "object={} element=", object)?;
+                self.write_class_name(out, *class)?;
                 write!(out, " size={}", size)
             }
             Event::ArrayCreated {
@@ -225,16 +223,14 @@ impl Trace {
                 write!(out, "thread={} name={:?}", thread, name)
             }
             Event::ThreadStart { thread, .. } | Event::ThreadExit { thread, .. } => {
-                let name = self.threads.get(thread);
-                match name {
-                    Some(n) => write!(out, "thread={} ({})", thread, n),
-                    None => write!(out, "thread={} (thread#{})", thread, thread),
-                }
+                write!(out, "thread={} (", thread)?;
+                self.write_thread_name(out, *thread)?;
+                out.write_str(")")
             }
             Event::UserEvent { message, .. } => write!(out, "{:?}", message),
             Event::TraceEnd { first, second } => write!(out, "{:#x} {:#x}", first, second),
             _ => Ok(()),
-        };
+        }
     }
 }
 

@@ -346,30 +346,23 @@ impl<R: std::io::Read> StreamDecoder<R> {
     }
 
     /// Reads `chunk` bytes at a time (the tests make events straddle chunks with a small one).
-    pub fn with_chunk(reader: R, chunk: usize) -> Result<StreamDecoder<R>, DecodeError> {
-        let mut s = StreamDecoder {
-            reader,
-            chunk: chunk.max(1),
-            buf: Vec::new(),
-            base: 0,
-            at: 0,
-            eof: false,
-            state: Decoder {
-                data: &[],
-                pos: 0,
-                base: 0,
-                endian: Endian::Little,
-                header: Header::default(),
-                ended: false,
-            },
-        };
-        while s.buf.len() < HEADER_LEN && !s.eof {
-            s.fill()?;
+    pub fn with_chunk(mut reader: R, chunk: usize) -> Result<StreamDecoder<R>, DecodeError> {
+        let chunk = chunk.max(1);
+        let mut buf = Vec::new();
+        let mut eof = false;
+        while buf.len() < HEADER_LEN && !eof {
+            eof = read_chunk(&mut reader, &mut buf, chunk, 0)?;
         }
-        let first = Decoder::new(&s.buf)?;
-        s.state = Decoder::resume(&first, &[], HEADER_LEN);
-        s.at = HEADER_LEN;
-        Ok(s)
+        let state = Decoder::resume(&Decoder::new(&buf)?, &[], HEADER_LEN);
+        Ok(StreamDecoder {
+            reader,
+            chunk,
+            buf,
+            base: 0,
+            at: HEADER_LEN,
+            eof,
+            state,
+        })
     }
 
     pub fn header(&self) -> &Header {
@@ -405,26 +398,39 @@ impl<R: std::io::Read> StreamDecoder<R> {
         self.buf.drain(..self.at);
         self.base += self.at;
         self.at = 0;
-        let had = self.buf.len();
-        self.buf.resize(had + self.chunk, 0);
-        let mut got = 0;
-        while got < self.chunk {
-            match self.reader.read(&mut self.buf[had + got..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.buf.truncate(had + got);
-                    return Err(error(self.base + had + got, format!("cannot read: {}", e)));
-                }
-            }
-        }
-        self.buf.truncate(had + got);
+        self.eof = read_chunk(&mut self.reader, &mut self.buf, self.chunk, self.base)?;
         Ok(())
     }
+}
+
+/// Appends up to `chunk` bytes of `reader` to `buf` (the file from offset `base` on); true at
+/// the end of the file.
+fn read_chunk(
+    reader: &mut impl std::io::Read,
+    buf: &mut Vec<u8>,
+    chunk: usize,
+    base: usize,
+) -> Result<bool, DecodeError> {
+    let had = buf.len();
+    buf.resize(had + chunk, 0);
+    let mut got = 0;
+    let mut eof = false;
+    while got < chunk {
+        match reader.read(&mut buf[had + got..]) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(had + got);
+                return Err(error(base + had + got, format!("cannot read: {}", e)));
+            }
+        }
+    }
+    buf.truncate(had + got);
+    Ok(eof)
 }
 
 /// Every event of a file, with its offset. A file that ends inside its last event (SIGKILL
