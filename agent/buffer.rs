@@ -462,7 +462,7 @@ mod tests {
     /// under a second).
     #[test]
     fn collection_loses_reorders_and_repeats_no_record() {
-        let tsc = clock::start(true).0 == clock::Source::Tsc;
+        let tsc = clock::start(crate::options::Clock::Tsc).0 == clock::Source::Tsc;
         let mut fast = 0;
         for _ in 0..10 {
             fast += collect_while_appending();

@@ -11,7 +11,9 @@ use crate::clock;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
 use crate::profiler::{self, Profiler};
-use jlive_writer::record::{ClassKey, RecordKind, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT};
+use jlive_writer::record::{
+    ClassKey, RecordKind, ThreadInfo, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT,
+};
 use jni_sys::{jclass, jlong, jobject, JNIEnv};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -23,22 +25,50 @@ pub fn guard(f: impl FnOnce()) {
     }
 }
 
-/// Creates the buffer of a Java thread, registering its name. Returns false if it cannot.
+/// Creates the buffer of a Java thread, registering its name, group and the group's parent.
+/// Returns false if it cannot.
 pub fn attach_java_thread(p: &'static Profiler, jvmti: Jvmti, thread: jthread) -> bool {
     p.hub
         .attach(|key| {
-            let name = jvmti
-                .thread_name(thread)
-                .unwrap_or_else(|_| format!("thread-{}", key));
-            p.registry.put_thread(key, name);
+            let info = describe_thread(p, jvmti, thread).unwrap_or_else(|| ThreadInfo {
+                name: format!("thread-{}", key),
+                ..ThreadInfo::default()
+            });
+            p.registry.put_thread(key, info);
         })
         .is_some()
+}
+
+/// A thread's name, group and parent group, the groups' references in a frame of their own.
+fn describe_thread(p: &'static Profiler, jvmti: Jvmti, thread: jthread) -> Option<ThreadInfo> {
+    p.vm.with_env(|jni| {
+        let _frame = jni.local_frame(4);
+        let (name, group) = jvmti.thread_info(thread).ok()?;
+        let mut info = ThreadInfo {
+            name,
+            ..ThreadInfo::default()
+        };
+        if let Some((group, parent)) = group.and_then(|g| jvmti.thread_group_info(g).ok()) {
+            info.group = group;
+            if let Some((parent, _)) = parent.and_then(|g| jvmti.thread_group_info(g).ok()) {
+                info.parent = parent;
+            }
+        }
+        Some(info)
+    })
+    .flatten()
 }
 
 /// Creates the buffer of a JVM-internal thread (GC) without any JVM call.
 fn attach_internal_thread(p: &'static Profiler) -> bool {
     p.hub
-        .attach(|key| p.registry.put_thread(key, "JVM internal".into()))
+        .attach(|key| {
+            let info = ThreadInfo {
+                name: "JVM internal".into(),
+                ..ThreadInfo::default()
+            };
+            p.registry.put_thread(key, info)
+        })
         .is_some()
 }
 

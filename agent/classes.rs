@@ -6,7 +6,8 @@
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{self, Jvmti};
 use crate::registry::Registry;
-use jlive_writer::record::{ArrayKind, ClassInfo, ClassKey, Member, MethodKey};
+use jlive_writer::model::{FieldDef, Line, MethodDef};
+use jlive_writer::record::{ArrayKind, ClassInfo, ClassKey, MethodKey};
 use jni_sys::jclass;
 use parking_lot::ReentrantMutex;
 
@@ -81,20 +82,28 @@ impl Classes<'_, '_> {
         if array {
             info.array = self.array_kind(class, &signature);
         } else if prepared {
+            let lines = self.registry.wants_line_numbers();
             for m in self.jvmti.class_methods(class).unwrap_or_default() {
                 let (name, signature) = self.jvmti.method_name(m).unwrap_or_default();
                 let access = self.jvmti.method_modifiers(m).unwrap_or(0) as u16;
-                info.methods.push(Member {
+                let lines = if lines {
+                    let table = self.jvmti.line_numbers(m).into_iter();
+                    table.map(|(start, line)| Line { start, line }).collect()
+                } else {
+                    Vec::new()
+                };
+                info.methods.push(MethodDef {
                     name,
                     signature,
                     access,
+                    lines,
                 });
                 method_keys.push(m as MethodKey);
             }
             for f in self.jvmti.class_fields(class).unwrap_or_default() {
                 let (name, signature) = self.jvmti.field_name(class, f).unwrap_or_default();
                 let access = self.jvmti.field_modifiers(class, f).unwrap_or(0) as u16;
-                info.fields.push(Member {
+                info.fields.push(FieldDef {
                     name,
                     signature,
                     access,

@@ -1,12 +1,17 @@
-//! The tick counter: `rdtsc` on x86-64 when the TSC is invariant, else CLOCK_MONOTONIC
-//! nanoseconds. `ticksPerMicrosecond` is calibrated against CLOCK_MONOTONIC at start-up
-//! (2 ms) and refined over the whole run when the trace closes.
+//! The tick counter: `rdtsc` on x86-64 when the TSC is invariant, `STCKF` on s390x with
+//! `clock=stck`, else CLOCK_MONOTONIC nanoseconds. `ticksPerMicrosecond` is calibrated against
+//! CLOCK_MONOTONIC at start-up (2 ms) and refined over the whole run when the trace closes.
+//! Where `clock=stck` asks for STORE CLOCK values and the counter is another, the writer maps
+//! each tick to the STORE CLOCK value of its moment (`jlive_writer::stck`).
 
+use crate::options::Clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
+/// s390x with clock=stck: the counter is STCKF.
+static USE_STCK: AtomicBool = AtomicBool::new(false);
 static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
 
 /// Which counter `ticks()` reads.
@@ -14,12 +19,41 @@ static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
 pub enum Source {
     Tsc,
     Monotonic,
+    /// z/Architecture STORE CLOCK FAST: 4096 ticks per microsecond from 1900-01-01.
+    Stck,
 }
 
 /// Reads the tick counter. This is on the hot path: one instruction with the TSC.
 #[inline(always)]
 pub fn ticks() -> u64 {
-    tsc().unwrap_or_else(monotonic_ns)
+    tsc().unwrap_or_else(other_ticks)
+}
+
+/// The counter when it is not the TSC.
+fn other_ticks() -> u64 {
+    if USE_STCK.load(Ordering::Relaxed) {
+        if let Some(t) = stckf() {
+            return t;
+        }
+    }
+    monotonic_ns()
+}
+
+/// STORE CLOCK FAST, on s390x.
+#[inline(always)]
+pub fn stckf() -> Option<u64> {
+    #[cfg(target_arch = "s390x")]
+    {
+        let mut clock: u64 = 0;
+        // SAFETY: STCKF stores the TOD clock into the 8 bytes at the address given, which is
+        // `clock`, live and aligned for the instruction; it touches nothing else.
+        unsafe {
+            core::arch::asm!("stckf 0({0})", in(reg_addr) &mut clock, options(nostack));
+        }
+        return Some(clock);
+    }
+    #[allow(unreachable_code)]
+    None
 }
 
 /// The TSC, when it is the tick counter: a read with no call in it, for the trampolines'
@@ -57,15 +91,21 @@ pub fn tsc_is_invariant() -> bool {
     false
 }
 
-/// Chooses the counter (`clock=tsc` falls back to monotonic without an invariant TSC) and
-/// returns it with its calibrated ticks per microsecond.
-pub fn start(want_tsc: bool) -> (Source, u32) {
-    let source = if want_tsc && tsc_is_invariant() {
-        Source::Tsc
-    } else {
-        Source::Monotonic
+/// Chooses the counter for `clock=` (`tsc` falls back to monotonic without an invariant TSC;
+/// `stck` reads STCKF on s390x and the TSC elsewhere) and returns it with its calibrated ticks
+/// per microsecond.
+pub fn start(clock: Clock) -> (Source, u32) {
+    let source = match clock {
+        Clock::Stck if stckf().is_some() => Source::Stck,
+        Clock::Tsc | Clock::Stck if tsc_is_invariant() => Source::Tsc,
+        _ => Source::Monotonic,
     };
     USE_TSC.store(source == Source::Tsc, Ordering::Relaxed);
+    USE_STCK.store(source == Source::Stck, Ordering::Relaxed);
+    if source == Source::Stck {
+        let _ = ORIGIN.set(pair());
+        return (source, jlive_writer::stck::TICKS_PER_MICROSECOND);
+    }
     let origin = pair();
     let _ = ORIGIN.set(origin);
     if source == Source::Monotonic {
@@ -82,6 +122,9 @@ pub fn start(want_tsc: bool) -> (Source, u32) {
 
 /// The rate measured from start-up until now (None if under 10 ms have passed).
 pub fn refined_rate() -> Option<u32> {
+    if USE_STCK.load(Ordering::Relaxed) {
+        return Some(jlive_writer::stck::TICKS_PER_MICROSECOND);
+    }
     if !USE_TSC.load(Ordering::Relaxed) {
         return Some(1000);
     }
@@ -98,6 +141,23 @@ fn rate_over(origin: (u64, u64), least: Duration) -> Option<u32> {
     let ticks = now.0.checked_sub(origin.0)? as f64;
     let rate = (ticks * 1000.0 / ns as f64).round();
     (rate >= 1.0 && rate < u32::MAX as f64).then_some(rate as u32)
+}
+
+/// A tick count and the wall-clock time at it (nanoseconds since 1970): how a format that
+/// writes times turns ticks into them. The tightest of a few tries.
+pub fn wall_origin() -> (u64, u64) {
+    let mut best = (0, 0, u64::MAX);
+    for _ in 0..5 {
+        let a = ticks();
+        let ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let b = ticks();
+        if b.wrapping_sub(a) < best.2 {
+            best = (a + (b - a) / 2, ns, b - a);
+        }
+    }
+    (best.0, best.1)
 }
 
 /// How long start-up calibrates the tick counter against CLOCK_MONOTONIC.
@@ -125,7 +185,7 @@ mod tests {
     /// 2 ms; the rate over half a second is the reference.
     #[test]
     fn the_start_up_calibration_is_within_a_tenth_of_a_percent() {
-        let (source, rate) = start(true);
+        let (source, rate) = start(Clock::Tsc);
         if source != Source::Tsc {
             assert_eq!(rate, 1000, "monotonic ticks are nanoseconds");
             return;

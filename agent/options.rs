@@ -1,6 +1,7 @@
 //! Agent options: `key=value` pairs separated by commas; lists inside a value use `;`.
 //! A bad key or value is one line naming it, what is accepted, and the nearest valid key.
 
+use jlive_writer::format::{Format, FORMAT_NAMES};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -28,6 +29,16 @@ pub enum Control {
     Tcp(SocketAddr),
 }
 
+/// The tick source (`clock=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The TSC when it is invariant, else CLOCK_MONOTONIC.
+    Tsc,
+    Monotonic,
+    /// z/Architecture STORE CLOCK values: STCKF on s390x, else mapped from the TSC.
+    Stck,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gc {
     Light,
@@ -38,7 +49,10 @@ pub enum Gc {
 /// Everything the agent was asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    pub file: String,
+    /// One format or several (`format=binary;tptp`), in the order given.
+    pub formats: Vec<Format>,
+    /// None: `jlive-%p` with the format's extension.
+    pub file: Option<String>,
     pub capture: Capture,
     pub methods: Methods,
     pub gc: Gc,
@@ -49,7 +63,8 @@ pub struct Options {
     pub inline: Option<bool>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
-    pub tsc: bool,
+    /// None: STORE CLOCK for the 390 platforms, else the TSC ([`Options::clock`]).
+    pub clock: Option<Clock>,
     /// JinsightLive header platform; None = this machine's.
     pub platform: Option<u32>,
     /// Per-thread buffer size in bytes.
@@ -68,7 +83,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            file: "jlive-%p.trc".into(),
+            formats: vec![Format::Jinsight],
+            file: None,
             capture: Capture::Events,
             methods: Methods::On,
             gc: Gc::Light,
@@ -77,7 +93,7 @@ impl Default for Options {
             inline: None,
             include: Vec::new(),
             exclude: Vec::new(),
-            tsc: true,
+            clock: None,
             platform: None,
             buffer: 64 * 1024,
             log: None,
@@ -95,13 +111,13 @@ impl Default for Options {
 pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "format",
-        "binary | jinsight",
-        "trace format: JinsightLive binary",
+        "binary | jinsight | tptp | tptp-xml",
+        "JinsightLive binary, Eclipse TPTP binary or TPTP XML; several at once with ';'",
     ),
     (
         "file",
         "jlive-%p.trc",
-        "trace file; %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number",
+        "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number",
     ),
     (
         "start",
@@ -170,8 +186,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ),
     (
         "clock",
-        "tsc | monotonic",
-        "tick source (tsc only when the TSC is invariant)",
+        "tsc | monotonic | stck",
+        "tick source (tsc only when the TSC is invariant); stck: z/Architecture STORE CLOCK values, the default with platform=linux_390 or os390",
     ),
     (
         "platform",
@@ -187,6 +203,22 @@ pub const KEYS: &[(&str, &str, &str)] = &[
 const LATER: &[&str] = &["monitors", "plugin", "jvmpi"];
 
 const PLATFORMS: &str = "auto, linux_x86, linux_390, win32_x86, aix_ppc, os390, solaris_sparc";
+
+/// The formats of a `format=` value: one name, or several separated by ';'.
+fn formats(value: &str) -> Result<Vec<Format>, OptionError> {
+    let mut out = Vec::new();
+    for name in list(value) {
+        let format =
+            Format::parse(&name).ok_or_else(|| bad_value("format", value, FORMAT_NAMES))?;
+        if !out.contains(&format) {
+            out.push(format);
+        }
+    }
+    if out.is_empty() {
+        return Err(bad_value("format", value, FORMAT_NAMES));
+    }
+    Ok(out)
+}
 
 /// A rejected option string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -326,18 +358,15 @@ impl Options {
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
         match key {
-            "format" => match value {
-                "binary" | "jinsight" => {}
-                "orca" | "tptp" | "tptp-xml" => {
-                    return Err(OptionError(format!(
-                        "format={} is not available in this build yet: accepted binary, jinsight",
-                        value
-                    )))
-                }
-                _ => return Err(bad_value(key, value, "binary, jinsight")),
-            },
+            "format" if value == "orca" => {
+                return Err(OptionError(format!(
+                    "format=orca is not available in this build yet: accepted {}",
+                    FORMAT_NAMES
+                )))
+            }
+            "format" => self.formats = formats(value)?,
             "file" if value.is_empty() => return Err(bad_value(key, value, "a file path")),
-            "file" => self.file = value.to_string(),
+            "file" => self.file = Some(value.to_string()),
             "capture" => match value {
                 "events" => self.capture = Capture::Events,
                 "bci" => self.capture = Capture::Bci,
@@ -372,11 +401,12 @@ impl Options {
             "include" => self.include = list(value),
             "exclude" => self.exclude = list(value),
             "clock" => {
-                self.tsc = match value {
-                    "tsc" => true,
-                    "monotonic" => false,
-                    _ => return Err(bad_value(key, value, "tsc, monotonic")),
-                }
+                self.clock = Some(match value {
+                    "tsc" => Clock::Tsc,
+                    "monotonic" => Clock::Monotonic,
+                    "stck" => Clock::Stck,
+                    _ => return Err(bad_value(key, value, "tsc, monotonic, stck")),
+                })
             }
             "platform" => self.platform = platform(value)?,
             "buffer" => self.buffer = size(key, value)?,
@@ -405,11 +435,27 @@ impl Options {
         Ok(())
     }
 
+    /// The tick source: as asked, else STORE CLOCK values for the 390 platforms' traces and
+    /// the TSC for the others.
+    pub fn clock(&self) -> Clock {
+        use jlive_writer::jinsight::{PLATFORM_LINUX_390, PLATFORM_OS390};
+        self.clock.unwrap_or(match self.platform {
+            Some(PLATFORM_LINUX_390 | PLATFORM_OS390) => Clock::Stck,
+            _ => Clock::Tsc,
+        })
+    }
+
     /// The path of trace file number `n` (0 first, one more per roll) with %p, %t and %n
     /// filled in. Without %n, files after the first get `.N` before the extension.
     pub fn file_path(&self, pid: u32, start_epoch_secs: u64, n: u32) -> String {
+        let default = match &self.formats[..] {
+            [one] => format!("jlive-%p.{}", one.extension()),
+            _ => "jlive-%p".to_string(),
+        };
         let path = self
             .file
+            .as_deref()
+            .unwrap_or(&default)
             .replace("%p", &pid.to_string())
             .replace("%t", &utc_stamp(start_epoch_secs));
         if path.contains("%n") {
@@ -509,9 +555,11 @@ mod tests {
         let o = Options::parse("format=binary,file=/tmp/x-%p.trc,methods=entry,gc=off,alloc=on,objects=on,include=com.acme.*;org.x.Y,platform=linux_390,buffer=1m,clock=monotonic").unwrap();
         assert_eq!(o.methods, Methods::Entry);
         assert_eq!(o.gc, Gc::Off);
-        assert!(o.alloc && o.objects && !o.tsc);
+        assert!(o.alloc && o.objects);
+        assert_eq!(o.clock(), Clock::Monotonic);
         assert_eq!(o.include, ["com.acme.*", "org.x.Y"]);
         assert_eq!(o.platform, Some(55));
+        assert_eq!(o.formats, [Format::Jinsight]);
         assert_eq!(o.buffer, 1 << 20);
         assert_eq!(o.file_path(42, 0, 0), "/tmp/x-42.trc");
         assert_eq!(o.file_path(42, 0, 2), "/tmp/x-42.2.trc");
@@ -527,6 +575,34 @@ mod tests {
         let e = Options::parse("control=tcp:0.0.0.0:7070").unwrap_err().0;
         assert!(e.contains("token=SECRET"), "{}", e);
         assert!(Options::parse("control=tcp:0.0.0.0:7070,token=s3cret").is_ok());
+    }
+
+    #[test]
+    fn formats_files_and_clocks() {
+        let path = |text: &str, n| Options::parse(text).unwrap().file_path(7, 0, n);
+        assert_eq!(path("", 0), "jlive-7.trc");
+        assert_eq!(path("format=tptp", 0), "jlive-7.trcbin");
+        assert_eq!(path("format=tptp-xml", 1), "jlive-7.1.trcxml");
+        // Several formats: each file takes its format's extension (jlive_writer::format::paths).
+        assert_eq!(path("format=binary;tptp-xml", 0), "jlive-7");
+        assert_eq!(path("format=binary;tptp-xml", 2), "jlive-7.2");
+        let o = Options::parse("format=tptp;binary;tptp").unwrap();
+        assert_eq!(o.formats, [Format::Tptp, Format::Jinsight]);
+        let e = Options::parse("format=tptp;xml").unwrap_err().0;
+        assert_eq!(
+            e,
+            "bad value 'tptp;xml' for option 'format': accepted binary (or jinsight), tptp, tptp-xml"
+        );
+        assert!(Options::parse("format=orca")
+            .unwrap_err()
+            .0
+            .contains("not available"));
+        let clock = |text: &str| Options::parse(text).unwrap().clock();
+        assert_eq!(clock(""), Clock::Tsc);
+        assert_eq!(clock("platform=linux_390"), Clock::Stck);
+        assert_eq!(clock("platform=os390"), Clock::Stck);
+        assert_eq!(clock("platform=os390,clock=tsc"), Clock::Tsc);
+        assert_eq!(clock("clock=stck"), Clock::Stck);
     }
 
     #[test]

@@ -13,15 +13,16 @@ use crate::ffi::jni::{Jni, Vm};
 use crate::ffi::jvmti::{self, cap, Capabilities, EventCallbacks, Jvmti};
 use crate::javaapi;
 use crate::log;
-use crate::options::{Capture, Gc, Methods, Options};
+use crate::options::{Capture, Clock, Gc, Methods, Options};
 use crate::registry::Registry;
 use jlive_writer::filter::ClassFilter;
-use jlive_writer::jinsight::{self, Encoder, Header};
+use jlive_writer::format::{with_sink, FormatOptions, OpenSink, WithSink};
+use jlive_writer::model::TraceInfo;
 use jlive_writer::record::{Message, Symbols};
-use jlive_writer::session::{Session, SessionConfig};
+use jlive_writer::resolve::{Resolver, ResolverConfig};
+use jlive_writer::stck::Stck;
 use jlive_writer::writer::{self, Summary, WriterStats};
 use parking_lot::Mutex;
-use std::fs::File;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -47,9 +48,6 @@ const WRITER_NICE: i32 = 5;
 
 /// How long VM death waits for the writer to finish the file.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The encoder gathers its own chunks: a BufWriter behind it would only copy them again.
-pub type TraceFile = File;
 
 pub struct Profiler {
     pub options: Options,
@@ -84,36 +82,78 @@ pub fn get() -> Option<&'static Profiler> {
     PROFILER.get()
 }
 
-/// A trace file's header as of now.
-fn header(options: &Options, rate: u32, start_epoch: u64) -> Header {
-    Header {
-        version: jinsight::VERSION,
-        platform: options.platform.unwrap_or_else(jinsight::native_platform),
-        max_threads: 256,
-        max_classes: 65536 - 20000,
-        ticks_per_microsecond: rate,
-        start_ticks: clock::ticks(),
-        vm_start_time: start_epoch as u32,
-        connection_start_time: start_epoch as u32,
-        ..Header::default()
+/// What the writer thread needs to open each file of the run: the first, and each one a
+/// roll begins. The agent knows no format: it describes the run and hands the formats over.
+struct Files {
+    options: Options,
+    /// The run's description; each file gets its own start ticks and tick rate.
+    run: TraceInfo,
+    /// `clock=stck` over another counter: ticks are mapped to STORE CLOCK values.
+    stck: Option<Stck>,
+    symbols: Arc<dyn Symbols>,
+}
+
+impl Files {
+    /// Creates the file(s) of `path` in the run's formats, starting now at `rate`.
+    fn open<S: OpenSink>(&self, path: &str, rate: u32) -> std::io::Result<Resolver<S>> {
+        let mut info = TraceInfo {
+            ticks_per_microsecond: rate,
+            start_ticks: clock::ticks(),
+            ..self.run.clone()
+        };
+        if let Some(stck) = &self.stck {
+            info = stck.info(&info);
+        }
+        let o = &self.options;
+        let format_options = FormatOptions {
+            platform: o.platform,
+        };
+        let sink = S::open(&o.formats, path, &info, format_options)?;
+        let config = ResolverConfig {
+            filter: ClassFilter::new(&o.include, &o.exclude),
+            entries_only: o.methods == Methods::Entry,
+            stck: self.stck,
+        };
+        Ok(Resolver::new(sink, self.symbols.clone(), config))
     }
 }
 
-/// Opens a trace file and its session.
-fn open_session(
-    path: &str,
-    options: &Options,
+/// Opens the first file and starts the writer thread on it, compiled for the run's format
+/// ([`with_sink`]).
+struct StartWriter {
+    files: Files,
+    path: String,
     rate: u32,
-    start_epoch: u64,
-    symbols: Arc<dyn Symbols>,
-) -> std::io::Result<Session<TraceFile>> {
-    let file = File::create(path)?;
-    let encoder = Encoder::new(file, &header(options, rate, start_epoch))?;
-    let config = SessionConfig {
-        filter: ClassFilter::new(&options.include, &options.exclude),
-        entries_only: options.methods == Methods::Entry,
-    };
-    Ok(Session::new(encoder, symbols, config))
+    inbox: crossbeam_channel::Receiver<Message>,
+    pool: crossbeam_channel::Sender<Vec<jlive_writer::record::Slot>>,
+    stats: Arc<WriterStats>,
+}
+
+impl WithSink for StartWriter {
+    type Output = Result<JoinHandle<()>, String>;
+
+    fn call<S: OpenSink>(self) -> Self::Output {
+        let StartWriter {
+            files,
+            path,
+            rate,
+            inbox,
+            pool,
+            stats,
+        } = self;
+        let session = files
+            .open::<S>(&path, rate)
+            .map_err(|e| format!("cannot create trace file {}: {}", path, e))?;
+        std::thread::Builder::new()
+            .name("jlive-writer".into())
+            .spawn(move || {
+                crate::ffi::os::lower_thread_priority(WRITER_NICE);
+                let mut reopen =
+                    |path: &str| files.open::<S>(path, clock::refined_rate().unwrap_or(rate));
+                writer::run(session, inbox, pool, &|m| log::warn(m), &stats, &mut reopen);
+            })
+            .map_err(|e| format!("cannot start the writer thread: {}", e))
+    }
 }
 
 /// Agent_OnLoad: Ok, or the one line to print before returning JNI_ERR.
@@ -143,45 +183,49 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
             .set_heap_sampling_interval(0)
             .map_err(|e| format!("cannot sample every allocation: {}", e))?;
     }
-    let (source, rate) = clock::start(options.tsc);
-    // Timed bursts count from here, the moment the first file's startTicks is read.
+    let (source, rate) = clock::start(options.clock());
+    // Timed bursts count from here; a file's times are reckoned from this tick and instant.
     let loaded = Instant::now();
-    let start_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let (origin_ticks, origin_ns) = clock::wall_origin();
+    let start_epoch = origin_ns / 1_000_000_000;
     let path = options.file_path(std::process::id(), start_epoch, 0);
     let registry = Arc::new(Registry::new());
-    let symbols: Arc<dyn Symbols> = registry.clone();
-    let session = open_session(&path, &options, rate, start_epoch, symbols.clone())
-        .map_err(|e| format!("cannot create trace file {}: {}", path, e))?;
+    if options.formats.iter().any(|f| f.has_line_numbers()) {
+        registry.keep_line_numbers();
+    }
+    let stck = (options.clock() == Clock::Stck && source != clock::Source::Stck)
+        .then(|| Stck::new(origin_ticks, origin_ns, rate));
+    let files = Files {
+        options: options.clone(),
+        run: TraceInfo {
+            origin_ticks,
+            origin_ns,
+            pid: std::process::id(),
+            host: crate::ffi::os::hostname(),
+            options: text.to_string(),
+            ..TraceInfo::default()
+        },
+        stck,
+        symbols: registry.clone(),
+    };
     let listener = control::listen(&options)?;
     let stats = Arc::new(WriterStats::default());
     *stats.file.lock().map_err(|_| "writer stats poisoned")? = path.clone();
     let batches = channel_batches(options.buffer);
     let (messages, inbox) = crossbeam_channel::bounded(batches);
     let (pool_out, pool_in) = crossbeam_channel::bounded(batches);
-    let writer = {
-        let (stats, options) = (stats.clone(), options.clone());
-        std::thread::Builder::new()
-            .name("jlive-writer".into())
-            .spawn(move || {
-                crate::ffi::os::lower_thread_priority(WRITER_NICE);
-                let mut reopen = |path: &str| {
-                    let rate = clock::refined_rate().unwrap_or(rate);
-                    open_session(path, &options, rate, start_epoch, symbols.clone())
-                };
-                writer::run(
-                    session,
-                    inbox,
-                    pool_out,
-                    &|m| log::warn(m),
-                    &stats,
-                    &mut reopen,
-                );
-            })
-            .map_err(|e| format!("cannot start the writer thread: {}", e))?
+    let start = StartWriter {
+        files,
+        path: path.clone(),
+        rate,
+        inbox,
+        pool: pool_out,
+        stats: stats.clone(),
     };
+    let format_options = FormatOptions {
+        platform: options.platform,
+    };
+    let writer = with_sink(&options.formats, format_options, start)?;
     log::info(&format!(
         "tracing to {} (clock {:?}, {} ticks/us)",
         path, source, rate
@@ -298,6 +342,7 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
     }
     for optional in [
         cap::GET_SOURCE_FILE_NAME,
+        cap::GET_LINE_NUMBERS,
         cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
         cap::GENERATE_OBJECT_FREE_EVENTS,
         cap::GENERATE_VM_OBJECT_ALLOC_EVENTS,
@@ -401,6 +446,10 @@ impl Profiler {
             let main = command.split_whitespace().next().unwrap_or("").to_string();
             let _ = self.main_class.set(main);
         }
+        self.hub.control(Message::Lifecycle {
+            ticks: clock::ticks(),
+            death: false,
+        });
         if self.options.starts_at_init() {
             if let Err(e) = self.begin_burst(jvmti, None, None) {
                 log::warn(&format!("cannot begin the first burst: {}", e));
@@ -432,6 +481,10 @@ impl Profiler {
                 text: format!("jlive: capture=bci: {}", self.bci.summary()),
             });
         }
+        self.hub.control(Message::Lifecycle {
+            ticks: clock::ticks(),
+            death: true,
+        });
         let _ = self.end_burst(self.jvmti);
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {

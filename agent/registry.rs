@@ -29,6 +29,8 @@ pub struct Registry {
     pending: parking_lot::Mutex<HashMap<(i64, String), (u32, u32)>>,
     uses_bci: std::sync::atomic::AtomicBool,
     linked: RwLock<std::collections::HashSet<ClassKey>>,
+    /// Whether classes are described with their methods' line numbers (a format writes them).
+    line_numbers: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -64,6 +66,15 @@ impl Registry {
         self.classes.write().insert(key, Arc::new(info));
     }
 
+    /// Describe methods with their line numbers from now on.
+    pub fn keep_line_numbers(&self) {
+        self.line_numbers.store(true, Ordering::Relaxed);
+    }
+
+    pub fn wants_line_numbers(&self) -> bool {
+        self.line_numbers.load(Ordering::Relaxed)
+    }
+
     pub fn has_methods(&self, key: ClassKey) -> bool {
         self.classes
             .read()
@@ -71,8 +82,8 @@ impl Registry {
             .is_some_and(|c| !c.methods.is_empty())
     }
 
-    pub fn put_thread(&self, key: ThreadKey, name: String) {
-        self.threads.write().insert(key, ThreadInfo { name });
+    pub fn put_thread(&self, key: ThreadKey, info: ThreadInfo) {
+        self.threads.write().insert(key, info);
     }
 
     pub fn class_count(&self) -> usize {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use jlive_writer::jinsight::Event;
+use jlive_writer::model::Event;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -226,7 +226,7 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     let bursts = trace
         .events
         .iter()
-        .filter(|(_, e)| matches!(e, Event::BeginBurst { .. }))
+        .filter(|(_, e)| matches!(e, Event::BurstBegin { .. }))
         .count();
     assert_eq!(bursts, 1);
     let threads: Vec<String> = threads_of(

@@ -4,8 +4,9 @@
 mod common;
 
 use common::*;
-use jlive_writer::jinsight::Event;
-use jlive_writer::stats::Trace;
+use jlive_writer::format::Format;
+use jlive_writer::model::Event;
+use jlive_writer::read::Trace;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -109,16 +110,14 @@ fn by_burst(trace: &Trace) -> Vec<(HashMap<String, u64>, Vec<String>)> {
     let mut outside = 0;
     for (_, e) in &trace.events {
         match e {
-            Event::BeginBurst { .. } => bursts.push((HashMap::new(), Vec::new())),
-            Event::MethodEnter { class, method, .. } => match bursts.last_mut() {
-                Some((calls, _)) => {
-                    *calls.entry(trace.method_name(*class, *method)).or_insert(0) += 1
-                }
+            Event::BurstBegin { .. } => bursts.push((HashMap::new(), Vec::new())),
+            Event::MethodEnter(e) => match bursts.last_mut() {
+                Some((calls, _)) => *calls.entry(trace.method_name(e.method)).or_insert(0) += 1,
                 None => outside += 1,
             },
-            Event::UserEvent { message, .. } => {
+            Event::UserEvent { text, .. } => {
                 if let Some((_, marks)) = bursts.last_mut() {
-                    marks.push(message.clone());
+                    marks.push(text.clone());
                 }
             }
             _ => {}
@@ -135,10 +134,20 @@ fn scratch_socket(name: &str) -> (PathBuf, PathBuf) {
 
 #[test]
 fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
-    for jdk in jdks() {
+    let setups = jdks().into_iter().flat_map(|jdk| {
+        let jdk = std::rc::Rc::new(jdk);
+        ["events", "bci"].into_iter().flat_map(move |capture| {
+            let jdk = jdk.clone();
+            Format::ALL.map(move |format| (jdk.clone(), capture, format))
+        })
+    });
+    for (jdk, capture, format) in setups {
         let (socket, file) = scratch_socket("bursts");
+        let file = file.with_extension(format.extension());
         let options = format!(
-            "start=paused,control={},file={}",
+            "start=paused,capture={},format={},control={},file={}",
+            capture,
+            format.name(),
             socket.display(),
             file.display()
         );
@@ -157,33 +166,29 @@ fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
         assert!(!socket.exists(), "the socket is removed at exit");
         let trace = read_trace(&file);
         let bursts = by_burst(&trace);
-        assert_eq!(bursts.len(), 2, "{}", jdk.name);
+        let setup = (jdk.name, capture, format);
+        assert_eq!(bursts.len(), 2, "{:?}", setup);
         let (one, marks) = &bursts[0];
         assert_eq!(
             one.get("Phases.p1"),
             Some(&1000),
-            "{}: burst 1 holds phase 1",
-            jdk.name
+            "{:?}: burst 1 holds phase 1",
+            setup
         );
-        assert_eq!(
-            marks,
-            &["burst: phase one", "after phase 1"],
-            "{}",
-            jdk.name
-        );
+        assert_eq!(marks, &["burst: phase one", "after phase 1"], "{:?}", setup);
         let (three, _) = &bursts[1];
         assert_eq!(
             three.get("Phases.p3"),
             Some(&3000),
-            "{}: burst 2 holds phase 3",
-            jdk.name
+            "{:?}: burst 2 holds phase 3",
+            setup
         );
         for (calls, _) in &bursts {
             assert_eq!(
                 calls.get("Phases.p2"),
                 None,
-                "{}: the untraced phase appears nowhere",
-                jdk.name
+                "{:?}: the untraced phase appears nowhere",
+                setup
             );
         }
         assert_eq!(one.get("Phases.p3"), None);
@@ -257,13 +262,13 @@ fn timed_bursts_open_and_close_on_time() {
         );
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         let trace = read_trace(&file);
-        let tpu = f64::from(trace.header.ticks_per_microsecond);
+        let tpu = f64::from(trace.info.ticks_per_microsecond);
         let ms = |ticks: u64| ticks as f64 / tpu / 1000.0;
         let begins: Vec<u64> = trace
             .events
             .iter()
             .filter_map(|(_, e)| match e {
-                Event::BeginBurst { ticks } => Some(*ticks),
+                Event::BurstBegin { ticks, .. } => Some(*ticks),
                 _ => None,
             })
             .collect();
@@ -271,12 +276,12 @@ fn timed_bursts_open_and_close_on_time() {
             .events
             .iter()
             .filter_map(|(_, e)| match e {
-                Event::EndBurst { ticks } => Some(*ticks),
+                Event::BurstEnd { ticks, .. } => Some(*ticks),
                 _ => None,
             })
             .collect();
         assert_eq!((begins.len(), ends.len()), (1, 1), "{}", jdk.name);
-        let opened = ms(begins[0] - trace.header.start_ticks);
+        let opened = ms(begins[0] - trace.info.start_ticks);
         let lasted = ms(ends[0] - begins[0]);
         assert!(
             (opened - 1000.0).abs() <= 50.0,

@@ -13,7 +13,7 @@
 mod common;
 
 use common::*;
-use jlive_writer::stats::Trace;
+use jlive_writer::read::Trace;
 use std::process::Command;
 
 /// What a paused run of `Hot` under `options` shows.

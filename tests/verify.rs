@@ -32,7 +32,7 @@ struct Counts {
 /// One program's run under capture=bci: the counts of the summary, the trace, and the log.
 struct Verified {
     counts: Counts,
-    trace: jlive_writer::stats::Trace,
+    trace: jlive_writer::read::Trace,
     log: String,
 }
 

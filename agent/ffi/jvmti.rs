@@ -47,6 +47,7 @@ pub const CLASS_STATUS_PRIMITIVE: jint = 32;
 pub mod cap {
     pub const TAG_OBJECTS: u32 = 0;
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
+    pub const GET_LINE_NUMBERS: u32 = 12;
     pub const ACCESS_LOCAL_VARIABLES: u32 = 14;
     pub const MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
     pub const GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
@@ -445,9 +446,57 @@ impl Jvmti {
     /// The name of a thread (NULL = the current thread). The thread group and context
     /// class loader references it returns are local references the caller's frame frees.
     pub fn thread_name(&self, thread: jthread) -> Result<String> {
+        Ok(self.thread_info(thread)?.0)
+    }
+
+    /// A thread's name and its thread group (a local reference; None for a thread that has
+    /// ended).
+    pub fn thread_info(&self, thread: jthread) -> Result<(String, Option<jobject>)> {
         let mut info = ThreadInfo::default();
         call!(self, 9, (jthread, *mut ThreadInfo), thread, &mut info)?;
-        Ok(self.take_string(info.name))
+        let group = (!info.thread_group.is_null()).then_some(info.thread_group);
+        Ok((self.take_string(info.name), group))
+    }
+
+    /// A thread group's name and its parent group (a local reference; None for the top
+    /// group).
+    pub fn thread_group_info(&self, group: jobject) -> Result<(String, Option<jobject>)> {
+        let mut info = ThreadGroupInfo {
+            parent: ptr::null_mut(),
+            name: ptr::null_mut(),
+            max_priority: 0,
+            is_daemon: 0,
+        };
+        call!(self, 14, (jobject, *mut ThreadGroupInfo), group, &mut info)?;
+        let parent = (!info.parent.is_null()).then_some(info.parent);
+        Ok((self.take_string(info.name), parent))
+    }
+
+    /// A method's line number table: (bytecode index, line) pairs; empty for a native or
+    /// abstract method, or a class compiled without line numbers.
+    pub fn line_numbers(&self, method: jmethodID) -> Vec<(u32, u32)> {
+        let mut count: jint = 0;
+        let mut table: *mut LineNumberEntry = ptr::null_mut();
+        let got = call!(
+            self,
+            70,
+            (jmethodID, *mut jint, *mut *mut LineNumberEntry),
+            method,
+            &mut count,
+            &mut table
+        );
+        if got.is_err() {
+            return Vec::new();
+        }
+        self.take_array(table, count)
+            .into_iter()
+            .map(|e| {
+                (
+                    e.start_location.clamp(0, i64::from(u32::MAX)) as u32,
+                    e.line_number.max(0) as u32,
+                )
+            })
+            .collect()
     }
 
     /// `this` of the frame at `depth`, or None for static and native frames.
@@ -474,6 +523,23 @@ struct ThreadInfo {
     is_daemon: u8,
     thread_group: jobject,
     context_class_loader: jobject,
+}
+
+/// jvmtiThreadGroupInfo.
+#[repr(C)]
+struct ThreadGroupInfo {
+    parent: jobject,
+    name: *mut c_char,
+    max_priority: jint,
+    is_daemon: u8,
+}
+
+/// jvmtiLineNumberEntry.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LineNumberEntry {
+    start_location: jlong,
+    line_number: jint,
 }
 
 impl Default for ThreadInfo {

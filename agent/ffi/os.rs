@@ -3,6 +3,18 @@
 
 use std::os::fd::RawFd;
 
+/// This machine's host name (empty if it has none).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf, which we own.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// Lowers the calling thread's scheduling priority by `steps` nice levels (at most to 19). On
 /// Linux nice(2) changes the calling thread only, not the process; raising a nice value needs
 /// no privilege, so this cannot fail in a way worth reporting.

@@ -1,6 +1,7 @@
 //! `jlive run` and `jlive demo`: start java with `-agentpath:libjlive.so=OPTIONS`.
 
-use jlive_writer::jinsight::check::check;
+use jlive_writer::check::check;
+use jlive_writer::format::{paths, Format};
 use jlive_writer::stats::Stats;
 use std::path::PathBuf;
 use std::process::Command;
@@ -99,21 +100,38 @@ pub fn run(args: &[String]) -> Result<u8, String> {
     Ok(exit_code(status))
 }
 
-/// `jlive demo [OPTIONS]`: traces the bundled demo into jlive-demo.trc and prints its stats.
+/// `jlive demo [OPTIONS]`: traces the bundled demo into jlive-demo.trc (or the files of the
+/// formats asked for) and prints what it recorded.
 pub fn demo(args: &[String]) -> Result<u8, String> {
     let dir = std::env::temp_dir().join(format!("jlive-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {}", dir.display(), e))?;
     std::fs::write(dir.join("Demo.class"), DEMO_CLASS)
         .map_err(|e| format!("cannot write the demo class: {}", e))?;
     let mut options = agent_options(args)?;
-    let trace = match options.split(',').find_map(|o| o.strip_prefix("file=")) {
-        Some(f) => PathBuf::from(f),
+    let option = |key: &str| {
+        let prefix = format!("{}=", key);
+        let found = options
+            .split(',')
+            .rev()
+            .find_map(|o| o.strip_prefix(&prefix));
+        found.map(str::to_string)
+    };
+    // The agent checks the format names; unknown ones here count as binary.
+    let formats: Vec<Format> = match option("format") {
+        Some(f) => f.split(';').filter_map(Format::parse).collect(),
+        None => vec![Format::Jinsight],
+    };
+    let file = match option("file") {
+        Some(f) => f,
         None => {
-            let f = PathBuf::from("jlive-demo.trc");
+            let f = match &formats[..] {
+                [one] => format!("jlive-demo.{}", one.extension()),
+                _ => "jlive-demo".to_string(),
+            };
             options = if options.is_empty() {
-                "file=jlive-demo.trc".into()
+                format!("file={}", f)
             } else {
-                format!("file=jlive-demo.trc,{}", options)
+                format!("file={},{}", f, options)
             };
             f
         }
@@ -141,19 +159,31 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
     if !status.success() {
         return Err(format!("the demo program failed ({})", status));
     }
-    let data =
-        std::fs::read(&trace).map_err(|e| format!("cannot read {}: {}", trace.display(), e))?;
-    let checked = check(&data).map_err(|e| format!("{} does not check: {}", trace.display(), e))?;
-    let (stats, _) = Stats::of_file(&data).map_err(|e| e.to_string())?;
-    println!(
-        "\ntrace {} ({} bytes) checks: {} events in {} burst(s)\n",
-        trace.display(),
-        data.len(),
-        checked.events,
-        checked.bursts
+    let files = paths(
+        if formats.is_empty() {
+            &[Format::Jinsight]
+        } else {
+            &formats
+        },
+        &file,
     );
-    print!("{}", stats.report(10));
-    println!("\nmore: jlive dump {} | less", trace.display());
+    for (i, (_, trace)) in files.iter().enumerate() {
+        let data = std::fs::read(trace).map_err(|e| format!("cannot read {}: {}", trace, e))?;
+        let checked = check(&data).map_err(|e| format!("{} does not check: {}", trace, e))?;
+        println!(
+            "\ntrace {} ({} bytes) checks: {} events in {} burst(s)",
+            trace,
+            data.len(),
+            checked.events,
+            checked.bursts
+        );
+        if i == 0 {
+            let (stats, _) = Stats::of_file(&data).map_err(|e| e.to_string())?;
+            println!();
+            print!("{}", stats.report(10));
+        }
+    }
+    println!("\nmore: jlive dump {} | less", files[0].1);
     Ok(0)
 }
 

@@ -3,8 +3,10 @@
 mod ctl;
 mod launch;
 
-use jlive_writer::jinsight::check::check_reader;
-use jlive_writer::stats::{Stats, Trace};
+use jlive_writer::check::check_reader;
+use jlive_writer::format::{AnySink, Format, FormatOptions};
+use jlive_writer::read::{self, Trace};
+use jlive_writer::stats::Stats;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -17,15 +19,19 @@ usage:
   jlive demo [AGENT OPTIONS]
         trace the bundled demo program and print what it recorded
   jlive dump TRACE      one event per line, names resolved
-  jlive check TRACE     verify a trace; exit 1 naming the offset of the first problem
+  jlive check TRACE     verify a trace; exit 1 naming the offset (or line) of the first problem
   jlive stats [--top N] TRACE
         events by type, threads, top methods by calls and by self time
+  jlive convert [--to FORMAT] IN OUT
+        write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
+        tptp-xml (.trcxml); the format of OUT from --to or its extension
   jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
         (without --pid: the only running JVM with a socket in $TMPDIR/jlive-$UID)
   jlive list            JVMs on this machine with a live jlive socket
   jlive help            this text (so does COMMAND --help); agent options: jlive run help -- java
 
+TRACE may be in any format jlive writes; its format is found by its first bytes.
 libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
 ";
 
@@ -50,6 +56,7 @@ fn main() -> ExitCode {
         "dump" => with_file(rest, dump),
         "check" => with_file(rest, check_file),
         "stats" => stats(rest),
+        "convert" => convert(rest),
         "help" | "--help" | "-h" => {
             print!("{}", USAGE);
             Ok(0)
@@ -84,26 +91,30 @@ fn with_file(
 fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
     use std::fmt::Write as _;
     use std::io::Write;
-    let mut decoder =
-        jlive_writer::jinsight::StreamDecoder::new(file).map_err(|e| e.to_string())?;
-    let h = decoder.header().clone();
+    let mut events = read::open(file).map_err(|e| e.to_string())?;
+    let info = events.info().clone();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     let _ = writeln!(
         out,
-        "header version={} platform={} events={} maxThreads={} maxClasses={} ticksPerMicrosecond={} startTicks={}",
-        h.version, h.platform, h.number_of_events, h.max_threads, h.max_classes, h.ticks_per_microsecond, h.start_ticks
+        "{} ticksPerMicrosecond={} startTicks={} pid={} host={:?} options={:?}",
+        events.format().name(),
+        info.ticks_per_microsecond,
+        info.start_ticks,
+        info.pid,
+        info.host,
+        info.options
     );
     // Names are resolved from what has been read so far: definitions precede their use.
-    let mut names = Trace::empty(h);
+    let mut names = Trace::empty(events.format(), info);
     // One line reused for every event: a trace holds tens of millions.
     let mut line = String::new();
     loop {
-        match decoder.next_event() {
-            Ok(Some((offset, event))) => {
+        match events.next_event() {
+            Ok(Some((at, event))) => {
                 names.learn(&event);
                 line.clear();
-                let _ = write!(line, "{:>10} ", offset);
+                let _ = write!(line, "{:>10} ", at);
                 names.describe_into(&mut line, &event);
                 line.push('\n');
                 if out.write_all(line.as_bytes()).is_err() {
@@ -124,16 +135,60 @@ fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
     match check_reader(file) {
         Ok(s) => {
             println!(
-                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects",
-                path, s.events, s.bursts, s.threads, s.classes, s.objects
+                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects ({})",
+                path,
+                s.events,
+                s.bursts,
+                s.threads,
+                s.classes,
+                s.objects,
+                s.format.map_or("?", |f| f.name())
             );
             Ok(0)
         }
         Err(e) => {
-            println!("{}: bad at offset {}: {}", path, e.offset, e.message);
+            println!("{}: bad at {}: {}", path, e.position(), e.message);
             Ok(1)
         }
     }
+}
+
+/// `jlive convert [--to FORMAT] IN OUT`.
+fn convert(args: &[String]) -> Result<u8, String> {
+    let (to, input, output) = match args {
+        [flag, name, input, output] if flag == "--to" => (
+            Some(Format::parse(name).ok_or_else(|| {
+                format!(
+                    "unknown format '{}': accepted {}",
+                    name,
+                    jlive_writer::format::FORMAT_NAMES
+                )
+            })?),
+            input,
+            output,
+        ),
+        [input, output] => (None, input, output),
+        _ => return Err(format!("expected [--to FORMAT] IN OUT\n\n{}", USAGE)),
+    };
+    let format = to.or_else(|| Format::of_path(output)).ok_or_else(|| {
+        format!(
+            "which format should {} be? Give --to binary|tptp|tptp-xml or end its name in .trc, .trcbin or .trcxml",
+            output
+        )
+    })?;
+    let mut events = read::open(open(input)?).map_err(|e| format!("{}: {}", input, e))?;
+    let info = events.info().clone();
+    let mut sink = AnySink::create(&[format], output, &info, FormatOptions::default())
+        .map_err(|e| format!("cannot create {}: {}", output, e))?;
+    let cut = read::copy(&mut *events, &mut sink).map_err(|e| format!("{}: {}", input, e))?;
+    if let Some(at) = cut {
+        eprintln!(
+            "jlive: {}: the file ends inside an event (at {}): converted up to it",
+            input, at
+        );
+    }
+    println!("{} -> {} ({})", input, output, format.name());
+    Ok(0)
 }
 
 fn stats(args: &[String]) -> Result<u8, String> {
@@ -149,11 +204,16 @@ fn stats(args: &[String]) -> Result<u8, String> {
     let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     print!("{}", stats.report(top));
     if let Some(at) = cut_at {
+        let rest = match Format::of_path(path) {
+            Some(f) if f.is_text() => "the last line is left out".to_string(),
+            _ => format!(
+                "the {} bytes from there are left out",
+                length.saturating_sub(at)
+            ),
+        };
         eprintln!(
-            "jlive: {}: the file ends inside its last event (offset {}; the JVM was stopped while it wrote?): the {} bytes from there are left out",
-            path,
-            at,
-            length.saturating_sub(at)
+            "jlive: {}: the file ends inside its last event (at {}; the JVM was stopped while it wrote?): {}",
+            path, at, rest
         );
     }
     Ok(0)

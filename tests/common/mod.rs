@@ -3,8 +3,10 @@
 
 #![allow(dead_code)]
 
-use jlive_writer::jinsight::{check::check, Event};
-use jlive_writer::stats::Trace;
+use jlive_writer::check::check;
+use jlive_writer::format::Format;
+use jlive_writer::model::Event;
+use jlive_writer::read::Trace;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -165,11 +167,20 @@ pub fn java(jdk: &Jdk, options: Option<&str>, args: &[&str]) -> Run {
     run(java_command(jdk, options, args))
 }
 
+/// The format `format=` asks for in agent options (JinsightLive without one).
+pub fn format_of(options: &str) -> Format {
+    let named = options
+        .split(',')
+        .rev()
+        .find_map(|o| o.strip_prefix("format="));
+    named.and_then(Format::parse).unwrap_or(Format::Jinsight)
+}
+
 /// Runs a program traced and untraced; asserts identical stdout and exit code; returns the
 /// decoded trace, which must pass `jlive check`.
 pub fn traced(jdk: &Jdk, options: &str, args: &[&str]) -> (Run, Trace) {
     let dir = scratch(args[0]);
-    let file = dir.join("t.trc");
+    let file = dir.join(format!("t.{}", format_of(options).extension()));
     let traced = java(
         jdk,
         Some(&format!("file={},{}", file.display(), options)),
@@ -206,29 +217,30 @@ pub fn read_trace(file: &Path) -> Trace {
     Trace::decode(&data).expect("decode")
 }
 
-/// Walks the method entries and leaves of `trace`, pairing each METHOD_LEAVE with its entry
-/// through a per-thread stack: `visit(thread, caller, method, left)` at the entry (`left`
-/// false) and again at the leave (`left` true); `caller` is the frame below, if traced.
+/// Walks the method entries and leaves of `trace` through a per-thread stack:
+/// `visit(thread, caller, method, left)` at the entry (`left` false) and again at the leave
+/// (`left` true), which must name the method of its entry; `caller` is the frame below, if
+/// traced.
 fn walk_calls(trace: &Trace, mut visit: impl FnMut(u32, Option<&str>, &str, bool)) {
     let mut stacks: HashMap<u32, Vec<String>> = HashMap::new();
     for (_, e) in &trace.events {
         match e {
-            Event::BeginBurst { .. } => stacks.clear(),
-            Event::MethodEnter {
-                thread,
-                class,
-                method,
-                ..
-            } => {
-                let name = trace.method_name(*class, *method);
-                let stack = stacks.entry(*thread).or_default();
-                visit(*thread, stack.last().map(String::as_str), &name, false);
+            Event::BurstBegin { .. } => stacks.clear(),
+            Event::MethodEnter(e) => {
+                let name = trace.method_name(e.method);
+                let stack = stacks.entry(e.thread).or_default();
+                visit(e.thread, stack.last().map(String::as_str), &name, false);
                 stack.push(name);
             }
-            Event::MethodLeave { thread, .. } => {
-                let stack = stacks.entry(*thread).or_default();
+            Event::MethodLeave(l) => {
+                let stack = stacks.entry(l.thread).or_default();
                 if let Some(name) = stack.pop() {
-                    visit(*thread, stack.last().map(String::as_str), &name, true);
+                    assert_eq!(
+                        name,
+                        trace.method_name(l.method),
+                        "a leave names its entry's method"
+                    );
+                    visit(l.thread, stack.last().map(String::as_str), &name, true);
                 }
             }
             _ => {}
@@ -273,18 +285,27 @@ pub fn total(calls: &HashMap<(String, u32), (u64, u64)>, method: &str) -> (u64, 
         .fold((0, 0), |acc, (_, &(e, l))| (acc.0 + e, acc.1 + l))
 }
 
-/// IDs of the objects of class `class` whose OBJECT_CREATED the trace holds, in order.
+/// IDs of the objects of class `class` whose allocation the trace holds, in order.
 pub fn created_of(trace: &Trace, class: &str) -> Vec<u32> {
     trace
         .events
         .iter()
         .filter_map(|(_, e)| match e {
-            Event::ObjectCreated {
-                object, class: c, ..
-            } if trace.class_name(*c) == class => Some(*object),
+            Event::Alloc { object, .. } if trace.class_name(object.class) == class => {
+                Some(object.object)
+            }
             _ => None,
         })
         .collect()
+}
+
+/// The events of `trace` named `name` (as `jlive stats` names them).
+pub fn count(trace: &Trace, name: &str) -> usize {
+    trace
+        .events
+        .iter()
+        .filter(|(_, e)| e.name() == name)
+        .count()
 }
 
 /// Threads on which a method was entered.

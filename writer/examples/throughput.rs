@@ -1,12 +1,14 @@
 //! How many events per second the writer sustains: synthetic batches of method entries and
-//! exits (4 threads, 20 methods) through the channel, the session and the JinsightLive
-//! encoder into a real file. Prints events/s and MB/s.
+//! exits (4 threads, 20 methods) through the channel, the resolver and a format's sink into a
+//! real file, as the agent writes them. Prints events/s and MB/s.
 //!
-//! cargo run --release -p jlive-writer --example throughput [RECORDS] [FILE]
+//! cargo run --release -p jlive-writer --example throughput [RECORDS] [FILE] [FORMAT]
+//! (FORMAT as in format=: binary, tptp or tptp-xml; default binary)
 
-use jlive_writer::jinsight::{Encoder, Header, PLATFORM_LINUX_X86};
+use jlive_writer::format::{with_sink, Format, FormatOptions, OpenSink, WithSink};
+use jlive_writer::model::{MethodDef, TraceInfo};
 use jlive_writer::record::*;
-use jlive_writer::session::{Session, SessionConfig};
+use jlive_writer::resolve::{Resolver, ResolverConfig};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,10 +28,11 @@ impl Symbols for Names {
             _ => "bench/Calls",
         };
         let methods = (0..20)
-            .map(|i| Member {
+            .map(|i| MethodDef {
                 name: format!("m{}", i),
                 signature: "()V".into(),
                 access: 9,
+                lines: Vec::new(),
             })
             .collect();
         Some(Arc::new(ClassInfo {
@@ -49,6 +52,40 @@ impl Symbols for Names {
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
         Some(ThreadInfo {
             name: format!("bench-{}", key),
+            ..ThreadInfo::default()
+        })
+    }
+}
+
+/// Opens the sink of the format's own type and starts the writer's loop on it.
+struct Writer {
+    formats: Vec<Format>,
+    path: String,
+    messages: crossbeam_channel::Receiver<Message>,
+    pool: crossbeam_channel::Sender<Vec<Slot>>,
+}
+
+impl WithSink for Writer {
+    type Output = std::thread::JoinHandle<jlive_writer::writer::Summary>;
+    fn call<S: OpenSink>(self) -> Self::Output {
+        let info = TraceInfo {
+            ticks_per_microsecond: 1000,
+            ..TraceInfo::default()
+        };
+        let sink = S::open(&self.formats, &self.path, &info, FormatOptions::default())
+            .expect("create file");
+        let session = Resolver::new(sink, Arc::new(Names), ResolverConfig::default());
+        std::thread::spawn(move || {
+            let stats = jlive_writer::writer::WriterStats::default();
+            let mut reopen = |_: &str| Err(std::io::Error::other("no roll in this benchmark"));
+            jlive_writer::writer::run(
+                session,
+                self.messages,
+                self.pool,
+                &|m| eprintln!("{}", m),
+                &stats,
+                &mut reopen,
+            )
         })
     }
 }
@@ -63,32 +100,22 @@ fn main() {
         .get(2)
         .cloned()
         .unwrap_or_else(|| "/tmp/jlive-throughput.trc".into());
-    let file = std::fs::File::create(&path).expect("create file");
-    let header = Header {
-        version: 8,
-        platform: PLATFORM_LINUX_X86,
-        ticks_per_microsecond: 1000,
-        ..Header::default()
+    let format = match args.get(3) {
+        Some(name) => Format::parse(name).expect("a format: binary, tptp or tptp-xml"),
+        None => Format::Jinsight,
     };
-    let session = Session::new(
-        Encoder::new(file, &header).unwrap(),
-        Arc::new(Names),
-        SessionConfig::default(),
-    );
     let (tx, rx) = crossbeam_channel::bounded(64);
     let (pool_tx, pool_rx) = crossbeam_channel::bounded(64);
-    let writer = std::thread::spawn(move || {
-        let stats = jlive_writer::writer::WriterStats::default();
-        let mut reopen = |_: &str| Err(std::io::Error::other("no roll in this benchmark"));
-        jlive_writer::writer::run(
-            session,
-            rx,
-            pool_tx,
-            &|m| eprintln!("{}", m),
-            &stats,
-            &mut reopen,
-        )
-    });
+    let writer = with_sink(
+        &[format],
+        FormatOptions::default(),
+        Writer {
+            formats: vec![format],
+            path: path.clone(),
+            messages: rx,
+            pool: pool_tx,
+        },
+    );
     let batch = 2048;
     let start = Instant::now();
     tx.send(Message::BurstBegin { ticks: 0 }).unwrap();
@@ -123,7 +150,8 @@ fn main() {
     writer.join().unwrap();
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "writer: {} events, {:.1} MB in {:.2} s = {:.1} M events/s, {:.0} MB/s ({})",
+        "writer ({}): {} events, {:.1} MB in {:.2} s = {:.1} M events/s, {:.0} MB/s ({})",
+        format.name(),
         summary.events,
         summary.bytes as f64 / 1e6,
         secs,

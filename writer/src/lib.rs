@@ -1,19 +1,31 @@
 //! jlive's writer side: everything between a batch of raw records and a trace file on disk,
 //! and the way back from a file to events. Nothing in this crate touches a JVM.
 //!
+//! Where a record becomes bytes:
 //! - [`record`]: what the agent hands over: fixed-size raw records in per-thread batches,
 //!   and the [`record::Symbols`] through which the writer learns class, method and thread names.
-//! - [`session`]: turns raw records into format events: linear IDs, define-before-use,
-//!   burst boundaries, per-thread frame stacks, include/exclude filtering.
-//! - [`jinsight`]: the JinsightLive binary format: encoder, decoder, checker.
-//! - [`keyhash`]: the hasher of integer-keyed tables (here and in the agent).
-//! - [`stats`]: summaries of a decoded trace (events by type, threads, top methods).
-//! - [`writer`]: the writer thread's loop: channel in, buffered file out, flushed every 100 ms.
+//! - [`resolve`]: raw records become [`model`] events, once for every format: linear IDs,
+//!   define-before-use, burst boundaries, per-thread frame stacks, include/exclude filtering.
+//! - [`model`]: the format-neutral events, and the [`model::Sink`] each format implements.
+//! - One folder per format, each with its layout drawn at the top of its `mod.rs`: the sink
+//!   (model events into the format), the encoder and decoder of its bytes, and the way back
+//!   into model events. [`jinsight`]: JinsightLive binary; [`tptp`]: Eclipse TPTP, binary and
+//!   XML. [`format`] names them and opens the sink of a run's formats.
+//! - [`writer`]: the writer thread's loop: channel in, a sink's files out, flushed every 100 ms.
+//!
+//! And back: [`read`] opens a file of any format, found by its first bytes, as model events;
+//! [`check`] verifies one, [`stats`] summarises one.
 
+pub mod check;
 pub mod filter;
+pub mod format;
 pub mod jinsight;
 pub mod keyhash;
+pub mod model;
+pub mod read;
 pub mod record;
-pub mod session;
+pub mod resolve;
 pub mod stats;
+pub mod stck;
+pub mod tptp;
 pub mod writer;

@@ -23,6 +23,7 @@
 //! the bytes of a wide record, so half the cache lines travel from the recording core to the
 //! writer's.
 
+use crate::model::{FieldDef, MethodDef};
 use std::sync::Arc;
 
 /// The agent's key for a method: for `capture=events` the `jmethodID` bits.
@@ -33,7 +34,7 @@ pub type ClassKey = u32;
 pub type ThreadKey = u32;
 
 /// Object ID meaning "no object" (a static call).
-pub const NO_OBJECT: u32 = 0xFFFF_FFFF;
+pub use crate::model::NO_OBJECT;
 /// Receiver of a constructor entry that a later [`RecordKind::ObjectBound`] names.
 pub const PENDING_OBJECT: u32 = 0xFFFF_FFFE;
 /// `Record::extra` of an allocation that is not an array.
@@ -252,21 +253,13 @@ pub fn push_record(slots: &mut Vec<Slot>, r: &Record, overhead: u32) {
 pub struct ClassInfo {
     /// Internal form: `java/lang/String`, `[I`, `[Ljava/lang/String;`.
     pub name: String,
-    /// In class-file order; a method's index here is its JinsightLive method ID.
-    pub methods: Vec<Member>,
-    pub fields: Vec<Member>,
+    /// In class-file order; a method's index here is its [`MethodRef::index`].
+    pub methods: Vec<MethodDef>,
+    pub fields: Vec<FieldDef>,
     pub superclass: Option<ClassKey>,
     pub interfaces: Vec<ClassKey>,
     pub source_file: Option<String>,
     pub array: Option<ArrayKind>,
-}
-
-/// A method or field: name, JVM signature, access flags.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Member {
-    pub name: String,
-    pub signature: String,
-    pub access: u16,
 }
 
 /// What an array class holds.
@@ -282,6 +275,9 @@ pub enum ArrayKind {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadInfo {
     pub name: String,
+    /// Its thread group's name and that group's parent's (empty when unknown).
+    pub group: String,
+    pub parent: String,
 }
 
 /// Where a method lives: its class and its index in the class's method list.
@@ -318,7 +314,12 @@ pub enum Message {
     Flush {
         done: Option<crossbeam_channel::Sender<()>>,
     },
-    /// A USER_EVENT (from the control socket), written if a burst is open.
+    /// The JVM finished starting (`death` false) or is shutting down.
+    Lifecycle {
+        ticks: u64,
+        death: bool,
+    },
+    /// A user event (from the control socket), written if a burst is open.
     UserEvent {
         ticks: u64,
         text: String,
@@ -329,8 +330,8 @@ pub enum Message {
         ticks: u64,
         ticks_per_microsecond: Option<u32>,
     },
-    /// Finish the file (end burst if open, TraceEnd, header patch) and stop; the summary
-    /// is sent back when the file is closed.
+    /// Finish the file (end an open burst, write what the format ends with) and stop; the
+    /// summary is sent back when the file is closed.
     Close {
         ticks_per_microsecond: Option<u32>,
         done: crossbeam_channel::Sender<crate::writer::Summary>,

@@ -1,14 +1,15 @@
-//! The writer thread: takes messages off the channel, hands batches to the session, returns
-//! emptied record vectors to the pool, rolls to the next file when asked, and flushes the file
-//! at least every 100 ms. What it has written is published in [`WriterStats`] for `status`.
+//! The writer thread: takes messages off the channel, hands batches to the resolver (which
+//! hands model events to the format's sink), returns emptied record vectors to the pool, rolls
+//! to the next file when asked, and flushes the file at least every 100 ms. What it has
+//! written is published in [`WriterStats`] for `status`.
 //!
 //! A write error (disk full, file removed) is reported once through the log callback; the
 //! loop then keeps draining the channel so that no JVM thread ever blocks on a dead writer.
 
+use crate::model::Sink;
 use crate::record::{Message, Slot};
-use crate::session::{Session, SessionCounts};
+use crate::resolve::{Counts, Resolver};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,7 +31,7 @@ const BUSY_SPELL: Duration = Duration::from_millis(10);
 pub struct Summary {
     pub events: u64,
     pub bytes: u64,
-    pub counts: SessionCounts,
+    pub counts: Counts,
     /// The first I/O error, if the file could not be written whole.
     pub error: Option<String>,
 }
@@ -60,11 +61,11 @@ impl WriterStats {
     }
 }
 
-/// Opens the session of the next file (`roll`).
-pub type Reopen<'a, W> = dyn FnMut(&str) -> std::io::Result<Session<W>> + 'a;
+/// Opens the resolver of the next file (`roll`).
+pub type Reopen<'a, S> = dyn FnMut(&str) -> std::io::Result<Resolver<S>> + 'a;
 
-struct Loop<'a, W: Write + Seek> {
-    session: Option<Session<W>>,
+struct Loop<'a, S: Sink> {
+    session: Option<Resolver<S>>,
     error: Option<String>,
     log: &'a dyn Fn(&str),
     stats: &'a WriterStats,
@@ -75,13 +76,13 @@ struct Loop<'a, W: Write + Seek> {
 }
 
 /// Receives from `messages` until a Close message (or until every sender is gone).
-pub fn run<W: Write + Seek>(
-    session: Session<W>,
+pub fn run<S: Sink>(
+    session: Resolver<S>,
     messages: Receiver<Message>,
     pool: Sender<Vec<Slot>>,
     log: &dyn Fn(&str),
     stats: &WriterStats,
-    reopen: &mut Reopen<'_, W>,
+    reopen: &mut Reopen<'_, S>,
 ) -> Summary {
     let mut l = Loop {
         session: Some(session),
@@ -134,6 +135,10 @@ pub fn run<W: Write + Seek>(
                 dirty = true;
                 l.apply(|s| s.user_event(ticks, &text).map(|_| ()));
             }
+            Ok(Message::Lifecycle { ticks, death }) => {
+                dirty = true;
+                l.apply(|s| s.lifecycle(ticks, death));
+            }
             Ok(Message::Flush { done }) => {
                 l.apply(|s| s.flush());
                 dirty = false;
@@ -171,9 +176,9 @@ pub fn run<W: Write + Seek>(
     l.close(None)
 }
 
-impl<W: Write + Seek> Loop<'_, W> {
-    /// Runs `f` on the session unless the file has failed; notes the first error.
-    fn apply(&mut self, f: impl FnOnce(&mut Session<W>) -> std::io::Result<()>) {
+impl<S: Sink> Loop<'_, S> {
+    /// Runs `f` on the resolver unless the file has failed; notes the first error.
+    fn apply(&mut self, f: impl FnOnce(&mut Resolver<S>) -> std::io::Result<()>) {
         if self.error.is_some() {
             return;
         }
@@ -225,7 +230,7 @@ impl<W: Write + Seek> Loop<'_, W> {
     }
 
     /// Finishes the current file and continues in `path`, reopening an open burst there.
-    fn roll(&mut self, path: &str, ticks: u64, rate: Option<u32>, reopen: &mut Reopen<'_, W>) {
+    fn roll(&mut self, path: &str, ticks: u64, rate: Option<u32>, reopen: &mut Reopen<'_, S>) {
         let Some(old) = self.session.take() else {
             return;
         };

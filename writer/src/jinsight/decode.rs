@@ -3,24 +3,8 @@
 //! offset, never a panic.
 
 use super::*;
-use std::fmt;
 
-/// Why a file could not be read, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
-    pub offset: usize,
-    pub message: String,
-    /// The file ends inside the event at `offset` (a JVM killed while the writer wrote).
-    pub cut_short: bool,
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "offset {}: {}", self.offset, self.message)
-    }
-}
-
-impl std::error::Error for DecodeError {}
+pub use crate::read::DecodeError;
 
 /// Reads a JinsightLive file held in memory (or a piece of one: [`StreamDecoder`]).
 pub struct Decoder<'a> {
@@ -34,11 +18,7 @@ pub struct Decoder<'a> {
 }
 
 pub(crate) fn error(offset: usize, message: impl Into<String>) -> DecodeError {
-    DecodeError {
-        offset,
-        message: message.into(),
-        cut_short: false,
-    }
+    DecodeError::at(offset, message)
 }
 
 impl<'a> Decoder<'a> {

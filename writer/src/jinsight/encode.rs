@@ -62,8 +62,13 @@ impl<W: Write + Seek> Encoder<W> {
         self.endian
     }
 
+    /// The underlying writer (after [`Encoder::finish`], the whole file).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
     /// WIDE_METHOD_ENTER without building an [`Event`]: the writer's hottest path.
-    #[inline]
+    #[inline(always)]
     pub fn method_enter(
         &mut self,
         ticks: u64,
@@ -109,7 +114,7 @@ impl<W: Write + Seek> Encoder<W> {
     }
 
     /// METHOD_LEAVE without building an [`Event`].
-    #[inline]
+    #[inline(always)]
     pub fn method_leave(&mut self, ticks: u64, overhead: u64, thread: u32) -> io::Result<()> {
         match self.endian {
             Endian::Little => self.method_leave_in::<false>(ticks, overhead, thread),
@@ -139,7 +144,8 @@ impl<W: Write + Seek> Encoder<W> {
         self.raw(&b)
     }
 
-    #[inline]
+    /// Appends one event's bytes (inlined, so that a fixed-size event is copied in place).
+    #[inline(always)]
     fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.buf.extend_from_slice(bytes);
         self.events += 1;
@@ -155,14 +161,13 @@ impl<W: Write + Seek> Encoder<W> {
         self.out.flush()
     }
 
-    /// Writes TraceEnd, patches the header counts (and the calibrated tick rate, if given),
-    /// and returns the underlying writer.
+    /// Writes TraceEnd and patches the header counts (and the calibrated tick rate, if given).
     pub fn finish(
-        mut self,
+        &mut self,
         max_threads: u32,
         max_classes: u32,
         ticks_per_microsecond: Option<u32>,
-    ) -> io::Result<W> {
+    ) -> io::Result<()> {
         self.write(&Event::TraceEnd {
             first: TRACE_END_WORD,
             second: TRACE_END_WORD,
@@ -180,8 +185,7 @@ impl<W: Write + Seek> Encoder<W> {
             self.out.write_all(&rate.to_le_bytes())?;
         }
         self.out.seek(SeekFrom::End(0))?;
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.flush()
     }
 
     fn drain(&mut self) -> io::Result<()> {

@@ -1,5 +1,8 @@
-//! The JinsightLive binary trace format (version 8), as IBM's JinsightLive reader loads it.
-//! Sources: shared/specs/jinsightlive-binary-format.txt and jinsight-reader-facts.md.
+//! The JinsightLive binary trace format (version 8), as IBM's JinsightLive reader loads it
+//! (`format=binary`). Sources: shared/specs/jinsightlive-binary-format.txt and
+//! jinsight-reader-facts.md. `sink.rs` turns model events into these events, `encode.rs`
+//! into bytes; `decode.rs` reads the bytes back, `read.rs` turns them into model events, and
+//! `check.rs` checks a file.
 //!
 //! ```text
 //! file    := header event* TraceEnd
@@ -47,9 +50,12 @@
 pub mod check;
 pub mod decode;
 pub mod encode;
+pub mod read;
+pub mod sink;
 
 pub use decode::{DecodeError, Decoder, StreamDecoder};
 pub use encode::Encoder;
+pub use sink::JinsightSink;
 
 pub const MAGIC: u8 = b'b';
 pub const VERSION: u32 = 8;

@@ -1,18 +1,22 @@
-//! libjlive.so on real JVMs writing JinsightLive: every decoded count is compared with the
-//! number the example program knows exactly.
+//! libjlive.so on real JVMs, in every format and under every capture: every decoded count is
+//! compared with the number the example program knows exactly.
 
 mod common;
 
 use common::*;
-use jlive_writer::jinsight::{self, Event};
-use std::collections::HashMap;
+use jlive_writer::check::check;
+use jlive_writer::format::Format;
+use jlive_writer::jinsight;
+use jlive_writer::model::{Element, Event, NO_OBJECT};
+use jlive_writer::read::Trace;
 
-/// The tests every capture must pass, instantiated once per capture below.
+/// The tests every capture must pass in every format, instantiated once per capture and
+/// format below.
 macro_rules! capture_tests {
-    ($capture:expr) => {
-        use super::*;
+    ($capture:expr, $format:expr) => {
+        use super::super::*;
 
-        const CAPTURE: &str = $capture;
+        const CAPTURE: &str = concat!($capture, ",format=", $format);
 
         #[test]
         fn methods_entry_and_off_are_honoured() {
@@ -31,10 +35,7 @@ macro_rules! capture_tests {
                 0,
                 "methods=off"
             );
-            assert!(
-                count(&none, "OBJECT_CREATED") >= 20,
-                "allocations still recorded"
-            );
+            assert!(count(&none, "ALLOC") >= 20, "allocations still recorded");
         }
 
         #[test]
@@ -49,7 +50,7 @@ macro_rules! capture_tests {
                     "{}",
                     jdk.name
                 );
-                if CAPTURE == "capture=bci" {
+                if CAPTURE.starts_with("capture=bci") {
                     // What could not be traced is in the trace, for `jlive stats`.
                     let note = bci_note(&trace);
                     assert!(note.contains("native methods"), "{}", note);
@@ -85,7 +86,7 @@ macro_rules! capture_tests {
         #[test]
         fn checked_jni_has_nothing_to_say() {
             let mut options = vec![CAPTURE.to_string()];
-            if CAPTURE == "capture=bci" {
+            if CAPTURE.starts_with("capture=bci") {
                 options.push(format!("{},objects=on,alloc=on", CAPTURE));
             }
             for jdk in jdks() {
@@ -202,37 +203,22 @@ macro_rules! capture_tests {
                     &format!("{},alloc=on,gc=on", CAPTURE),
                     &["Alloc", "500"],
                 );
-                let mut int_arrays: HashMap<u32, bool> = HashMap::new();
-                let mut arrays = 0;
-                for (_, e) in &trace.events {
-                    match e {
-                        Event::ArrayDefined {
-                            object,
-                            array_type,
-                            size,
-                            ..
-                        } => {
-                            int_arrays.insert(*object, *array_type == 1 && *size == 1237);
-                        }
-                        Event::ArrayCreated { object, .. }
-                            if int_arrays.get(object) == Some(&true) =>
-                        {
-                            arrays += 1
-                        }
-                        _ => {}
-                    }
-                }
+                let int1237 = Some(jlive_writer::model::ArrayDef {
+                    length: 1237,
+                    element: Element::Primitive(b'I'),
+                });
+                let arrays = trace
+                    .events
+                    .iter()
+                    .filter(|(_, e)| matches!(e, Event::Alloc { object, .. } if object.array == int1237))
+                    .count();
                 assert_eq!(
                     created_of(&trace, "Alloc$Payload").len(),
                     500,
-                    "{}: OBJECT_CREATED of Alloc$Payload",
+                    "{}: allocations of Alloc$Payload",
                     jdk.name
                 );
-                assert_eq!(
-                    arrays, 500,
-                    "{}: ARRAY_CREATED of int_array[1237]",
-                    jdk.name
-                );
+                assert_eq!(arrays, 500, "{}: allocations of int[1237]", jdk.name);
             }
         }
 
@@ -246,21 +232,21 @@ macro_rules! capture_tests {
                     &["Collect", "300", "3"],
                 );
                 assert_eq!(
-                    (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+                    (count(&trace, "GC_START"), count(&trace, "GC_FINISH")),
                     (3, 3),
                     "{}",
                     jdk.name
                 );
                 // With alloc=on, capture=events forces one collection at VM init (see README); bci
                 // sees allocations at their sites and forces none.
-                let forced = usize::from(CAPTURE == "capture=events");
+                let forced = usize::from(CAPTURE.starts_with("capture=events"));
                 let (_, trace) = traced(
                     &jdk,
                     &format!("{},alloc=on,gc=on", CAPTURE),
                     &["Collect", "300", "3"],
                 );
                 assert_eq!(
-                    (count(&trace, "GC_START"), count(&trace, "GC_STOP")),
+                    (count(&trace, "GC_START"), count(&trace, "GC_FINISH")),
                     (3 + forced, 3 + forced),
                     "{}",
                     jdk.name
@@ -270,7 +256,7 @@ macro_rules! capture_tests {
                 let reclaimed = trace
                     .events
                     .iter()
-                    .filter(|(_, e)| matches!(e, Event::ObjectReclaimed { object, .. } if garbage.contains(object)))
+                    .filter(|(_, e)| matches!(e, Event::Free { object, .. } if garbage.contains(object)))
                     .count();
                 assert_eq!(garbage.len(), 300, "{}: Garbage objects created", jdk.name);
                 assert_eq!(reclaimed, 300, "{}: Garbage objects reclaimed", jdk.name);
@@ -284,24 +270,14 @@ macro_rules! capture_tests {
                 // Each Payload constructor runs on a distinct, defined object; static calls carry none.
                 let mut receivers = Vec::new();
                 for (_, e) in &trace.events {
-                    if let Event::MethodEnter {
-                        class,
-                        method,
-                        object,
-                        ..
-                    } = e
-                    {
-                        let name = trace.method_name(*class, *method);
+                    if let Event::MethodEnter(e) = e {
+                        let name = trace.method_name(e.method);
                         if name == "Alloc$Payload.<init>" {
-                            assert_ne!(*object, jinsight::NO_OBJECT);
-                            receivers.push(*object);
+                            assert_ne!(e.object, NO_OBJECT);
+                            receivers.push(e.object);
                         }
                         if name == "Alloc.main" {
-                            assert_eq!(
-                                *object,
-                                jinsight::NO_OBJECT,
-                                "a static method has no receiver"
-                            );
+                            assert_eq!(e.object, NO_OBJECT, "a static method has no receiver");
                         }
                     }
                 }
@@ -327,18 +303,15 @@ macro_rules! capture_tests {
                         .events
                         .iter()
                         .find_map(|(_, e)| match e {
-                            Event::MethodEnter {
-                                ticks,
-                                class,
-                                method,
-                                ..
-                            } if trace.method_name(*class, *method) == name => Some(*ticks),
+                            Event::MethodEnter(e) if trace.method_name(e.method) == name => {
+                                Some(e.ticks)
+                            }
                             _ => None,
                         })
                         .unwrap_or_else(|| panic!("no entry of {}", name))
                 };
                 let ticks = entry("Timing.markB") - entry("Timing.markA");
-                let traced_us = ticks as f64 / f64::from(trace.header.ticks_per_microsecond);
+                let traced_us = ticks as f64 / f64::from(trace.info.ticks_per_microsecond);
                 let error = (traced_us - measured_us).abs() / measured_us;
                 assert!(
                     error < 0.01,
@@ -388,46 +361,6 @@ macro_rules! capture_tests {
         }
 
         #[test]
-        fn linux_390_platform_writes_big_endian_events() {
-            for jdk in jdks() {
-                let dir = scratch("bigendian");
-                let file = dir.join("be.trc");
-                let run = java(
-                    &jdk,
-                    Some(&format!(
-                        "{},platform=linux_390,file={}",
-                        CAPTURE,
-                        file.display()
-                    )),
-                    &["Fib"],
-                );
-                assert_eq!(run.code, Some(0));
-                let data = std::fs::read(&file).unwrap();
-                assert_eq!(
-                    &data[5..9],
-                    &55u32.to_le_bytes(),
-                    "header platform 55, little-endian"
-                );
-                let trace = read_trace(&file);
-                assert_eq!(total(&calls(&trace), "Fib.fib"), (21891, 21891));
-                // The first event, BEGIN_BURST, holds its ticks big-endian: read that way they lie
-                // just after the header's (little-endian) start ticks; read little-endian they do not.
-                assert_eq!(data[45], jinsight::BEGIN_BURST);
-                let raw: [u8; 8] = data[46..54].try_into().unwrap();
-                let start = trace.header.start_ticks;
-                let be = u64::from_be_bytes(raw);
-                assert!(
-                    be >= start && be - start < 1 << 40,
-                    "BE ticks {} vs start {}",
-                    be,
-                    start
-                );
-                assert!(u64::from_le_bytes(raw).abs_diff(start) > 1 << 40);
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-        }
-
-        #[test]
         fn include_and_exclude_select_classes() {
             let jdk = &jdks()[0];
             let (_, only) = traced(
@@ -454,6 +387,57 @@ macro_rules! capture_tests {
                 (2, 2),
                 "the anonymous class is not excluded"
             );
+        }
+
+    };
+}
+
+/// The tests of what only JinsightLive files say (their platform's byte order) and of real
+/// programs, whose traces are large: once per capture, in JinsightLive.
+macro_rules! jinsight_tests {
+    ($capture:expr) => {
+        use super::*;
+
+        const CAPTURE: &str = $capture;
+
+        #[test]
+        fn linux_390_platform_writes_big_endian_events() {
+            for jdk in jdks() {
+                let dir = scratch("bigendian");
+                let file = dir.join("be.trc");
+                let run = java(
+                    &jdk,
+                    Some(&format!(
+                        "{},platform=linux_390,file={}",
+                        CAPTURE,
+                        file.display()
+                    )),
+                    &["Fib"],
+                );
+                assert_eq!(run.code, Some(0));
+                let data = std::fs::read(&file).unwrap();
+                assert_eq!(
+                    &data[5..9],
+                    &55u32.to_le_bytes(),
+                    "header platform 55, little-endian"
+                );
+                let trace = read_trace(&file);
+                assert_eq!(total(&calls(&trace), "Fib.fib"), (21891, 21891));
+                // The first event, BEGIN_BURST, holds its ticks big-endian: read that way they lie
+                // just after the header's (little-endian) start ticks; read little-endian they do not.
+                assert_eq!(data[45], jinsight::BEGIN_BURST);
+                let raw: [u8; 8] = data[46..54].try_into().unwrap();
+                let start = trace.info.start_ticks;
+                let be = u64::from_be_bytes(raw);
+                assert!(
+                    be >= start && be - start < 1 << 40,
+                    "BE ticks {} vs start {}",
+                    be,
+                    start
+                );
+                assert!(u64::from_le_bytes(raw).abs_diff(start) > 1 << 40);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
         }
 
         #[test]
@@ -538,19 +522,31 @@ macro_rules! capture_tests {
 }
 
 mod events {
-    capture_tests!("capture=events");
+    jinsight_tests!("capture=events");
+
+    mod binary {
+        capture_tests!("capture=events", "binary");
+    }
+    mod tptp {
+        capture_tests!("capture=events", "tptp");
+    }
+    mod tptp_xml {
+        capture_tests!("capture=events", "tptp-xml");
+    }
 }
 
 mod bci {
-    capture_tests!("capture=bci");
-}
+    jinsight_tests!("capture=bci");
 
-fn count(trace: &jlive_writer::stats::Trace, name: &str) -> usize {
-    trace
-        .events
-        .iter()
-        .filter(|(_, e)| e.name() == name)
-        .count()
+    mod binary {
+        capture_tests!("capture=bci", "binary");
+    }
+    mod tptp {
+        capture_tests!("capture=bci", "tptp");
+    }
+    mod tptp_xml {
+        capture_tests!("capture=bci", "tptp-xml");
+    }
 }
 #[test]
 fn xrun_loads_as_an_agent() {
@@ -629,58 +625,77 @@ fn a_full_disk_leaves_the_program_alone() {
     );
 }
 
+/// The byte offset at which a position of `format`'s files begins (a line of a text format).
+fn byte_offset(format: Format, data: &[u8], at: usize) -> usize {
+    if !format.is_text() {
+        return at;
+    }
+    let mut newlines = data.iter().enumerate().filter(|(_, &b)| b == b'\n');
+    newlines.nth(at.saturating_sub(2)).map_or(0, |(i, _)| i + 1)
+}
+
 #[test]
 fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
     use std::io::BufRead;
     let jdk = &jdks()[0];
-    let dir = scratch("killed");
-    let file = dir.join("k.trc");
-    let mut child = std::process::Command::new(jdk.java())
-        .arg(format!(
-            "-agentpath:{}=file={}",
-            agent().display(),
-            file.display()
-        ))
-        .arg("-cp")
-        .arg(classes())
-        .arg("Endless")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    // Past the 100 ms flush interval, then SIGKILL: no VM death, no close.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let data = std::fs::read(&file).unwrap();
-    let err = jlive_writer::jinsight::check::check(&data).unwrap_err();
-    // SIGKILL can stop the writer's write(2) between two pages, inside an event: then the file
-    // up to that event must be a trace that lacks only its end.
-    let whole = if err.cut_short {
-        err.offset
-    } else {
-        data.len()
-    };
-    let err = jlive_writer::jinsight::check::check(&data[..whole]).unwrap_err();
-    assert_eq!(err.offset, whole, "only the end is missing: {}", err);
-    assert!(err.message.contains("no TraceEnd"), "{}", err);
-    let trace = jlive_writer::stats::Trace::decode(&data).expect("every written event decodes");
-    assert_eq!(trace.cut_at, (whole < data.len()).then_some(whole));
-    let (entries, _) = total(&calls(&trace), "Endless.tick");
-    assert!(
-        entries >= 100_000,
-        "the calls before 'ready' were flushed: {}",
-        entries
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    for format in Format::ALL {
+        let dir = scratch("killed");
+        let file = dir.join(format!("k.{}", format.extension()));
+        let mut child = std::process::Command::new(jdk.java())
+            .arg(format!(
+                "-agentpath:{}=format={},file={}",
+                agent().display(),
+                format.name(),
+                file.display()
+            ))
+            .arg("-cp")
+            .arg(classes())
+            .arg("Endless")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready");
+        // Past the 100 ms flush interval, then SIGKILL: no VM death, no close.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let data = std::fs::read(&file).unwrap();
+        let err = check(&data).unwrap_err();
+        // SIGKILL can stop the writer's write(2) between two pages, inside an event: then the
+        // file up to that event must be a trace that lacks only its end.
+        let cut = err.cut_short.then(|| err.line.unwrap_or(err.offset));
+        let whole = cut.map_or(data.len(), |at| byte_offset(format, &data, at));
+        let err = check(&data[..whole]).unwrap_err();
+        assert!(!err.cut_short, "{:?}: {}", format, err);
+        let end = match format {
+            Format::Jinsight => "no TraceEnd",
+            Format::Tptp | Format::TptpXml => "no agentDestroy",
+        };
+        assert!(
+            err.message.contains(end),
+            "{:?}: only the end is missing: {}",
+            format,
+            err
+        );
+        let trace = Trace::decode(&data).expect("every written event decodes");
+        assert_eq!(trace.cut_at, cut, "{:?}", format);
+        let (entries, _) = total(&calls(&trace), "Endless.tick");
+        assert!(
+            entries >= 100_000,
+            "{:?}: the calls before 'ready' were flushed: {}",
+            format,
+            entries
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Entries and leaves of the example program's own methods (class names without a package).
-fn app_calls(trace: &jlive_writer::stats::Trace) -> std::collections::BTreeMap<String, (u64, u64)> {
+fn app_calls(trace: &Trace) -> std::collections::BTreeMap<String, (u64, u64)> {
     let mut out = std::collections::BTreeMap::new();
     for ((method, _), (e, l)) in calls(trace) {
         if !method.contains('/') {

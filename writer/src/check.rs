@@ -1,0 +1,248 @@
+//! `jlive check`: a trace of any format verified in one pass. [`Checker`] holds what every
+//! trace must satisfy as model events; each format's reader rejects what its own bytes get
+//! wrong, and [`check_reader`] adds what a format asks beyond that (JinsightLive's header
+//! counts and reserved classes, the closing message of TPTP).
+//!
+//! As model events: every event but VM start and end inside a burst; threads, classes and
+//! objects defined once, before use (a class after its superclass and interfaces); each method
+//! index within its class; a leave closes the thread's top frame of this burst, at the depth
+//! and with the ticket of its entry; ticks never decrease on one thread.
+
+use crate::format::Format;
+use crate::model::*;
+use crate::read::{self, DecodeError};
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+
+/// What a clean trace holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckSummary {
+    pub format: Option<Format>,
+    /// Events as the format counts them (JinsightLive: the header's count).
+    pub events: u64,
+    pub bursts: u64,
+    pub threads: u64,
+    pub classes: u64,
+    pub objects: u64,
+}
+
+/// Checks a whole file held in memory.
+pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
+    check_reader(data)
+}
+
+/// Checks a file of any format, read a chunk at a time.
+pub fn check_reader(mut reader: impl Read) -> Result<CheckSummary, DecodeError> {
+    let mut prefix = [0u8; 8];
+    let got = read::read_up_to(&mut reader, &mut prefix)
+        .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
+    let whole = std::io::Cursor::new(prefix[..got].to_vec()).chain(reader);
+    if Format::detect(&prefix[..got]) == Some(Format::Jinsight) {
+        return crate::jinsight::check::check_reader(whole);
+    }
+    let mut events = read::open(whole)?;
+    let mut checker = Checker::new(events.format());
+    while let Some((at, event)) = events.next_event()? {
+        checker.event(at, &event)?;
+    }
+    events.end()?;
+    checker.finish()
+}
+
+/// The model's rules over a stream of events (module comment).
+#[derive(Default)]
+pub struct Checker {
+    format: Option<Format>,
+    /// Each class defined, with its number of methods.
+    classes: HashMap<ClassId, usize>,
+    threads: HashSet<ThreadId>,
+    objects: HashSet<ObjectId>,
+    /// Each thread's open frames in this burst: (method, ticket).
+    stacks: HashMap<ThreadId, Vec<(MethodId, u32)>>,
+    last_ticks: HashMap<ThreadId, u64>,
+    in_burst: bool,
+    summary: CheckSummary,
+}
+
+impl Checker {
+    pub fn new(format: Format) -> Checker {
+        Checker {
+            format: Some(format),
+            ..Checker::default()
+        }
+    }
+
+    /// An error at position `at`: a byte offset, or a line in a text format.
+    pub fn fail<T>(&self, at: usize, message: String) -> Result<T, DecodeError> {
+        let mut e = DecodeError::at(at, message);
+        if self.format.is_some_and(|f| f.is_text()) {
+            e.line = Some(at);
+        }
+        Err(e)
+    }
+
+    /// The summary, once every event has been checked.
+    pub fn finish(mut self) -> Result<CheckSummary, DecodeError> {
+        self.summary.format = self.format;
+        self.summary.threads = self.threads.len() as u64;
+        self.summary.classes = self.classes.len() as u64;
+        self.summary.objects = self.objects.len() as u64;
+        Ok(self.summary)
+    }
+
+    pub fn in_burst(&self) -> bool {
+        self.in_burst
+    }
+
+    /// Checks one event, read at `at`.
+    pub fn event(&mut self, at: usize, event: &Event) -> Result<(), DecodeError> {
+        self.summary.events += 1;
+        match event {
+            Event::BurstBegin { .. } => {
+                if self.in_burst {
+                    return self.fail(at, "BURST_BEGIN inside a burst".into());
+                }
+                self.in_burst = true;
+                self.summary.bursts += 1;
+                self.stacks.clear();
+                return Ok(());
+            }
+            Event::BurstEnd { .. } => {
+                if !self.in_burst {
+                    return self.fail(at, "BURST_END outside a burst".into());
+                }
+                self.in_burst = false;
+                return Ok(());
+            }
+            e if e.is_lifecycle() => return Ok(()),
+            _ if !self.in_burst => {
+                return self.fail(at, format!("{} outside a burst", event.name()));
+            }
+            _ => {}
+        }
+        if let Some(thread) = event.thread() {
+            if let Event::ThreadDefine(t) = event {
+                if !self.threads.insert(t.id) {
+                    return self.fail(at, format!("thread {} defined twice", t.id));
+                }
+            } else if !self.threads.contains(&thread) {
+                return self.fail(at, format!("thread {} used before it is defined", thread));
+            }
+            let ticks = event.ticks();
+            let last = self.last_ticks.entry(thread).or_insert(0);
+            if ticks < *last {
+                let last = *last;
+                return self.fail(
+                    at,
+                    format!(
+                        "ticks go back on thread {}: {} after {}",
+                        thread, ticks, last
+                    ),
+                );
+            }
+            *last = ticks;
+        }
+        self.definitions(at, event)
+    }
+
+    fn definitions(&mut self, at: usize, event: &Event) -> Result<(), DecodeError> {
+        match event {
+            Event::ClassDefine(c) => {
+                if self.classes.contains_key(&c.id) {
+                    return self.fail(at, format!("class {} defined twice", c.id));
+                }
+                for &k in c.superclass.iter().chain(&c.interfaces) {
+                    self.need_class(at, k)?;
+                }
+                self.classes.insert(c.id, c.methods.len());
+            }
+            Event::ObjectDefine(o) | Event::Alloc { object: o, .. } => {
+                self.need_class(at, o.class)?;
+                if let Some(ArrayDef {
+                    element: Element::Class(e),
+                    ..
+                }) = o.array
+                {
+                    self.need_class(at, e)?;
+                }
+                if o.object == NO_OBJECT || !self.objects.insert(o.object) {
+                    return self.fail(
+                        at,
+                        format!("object {} defined twice (or is the null ID)", o.object),
+                    );
+                }
+            }
+            Event::Free { object, .. } => self.need_object(at, *object)?,
+            Event::MethodEnter(e) => {
+                let methods = self.need_class(at, e.method.class)?;
+                if usize::from(e.method.index) >= methods {
+                    return self.fail(
+                        at,
+                        format!(
+                            "method {} of class {} which has {} methods",
+                            e.method.index, e.method.class, methods
+                        ),
+                    );
+                }
+                if e.object != NO_OBJECT {
+                    self.need_object(at, e.object)?;
+                }
+                let stack = self.stacks.entry(e.thread).or_default();
+                if e.depth as usize != stack.len() + 1 {
+                    let open = stack.len();
+                    return self.fail(
+                        at,
+                        format!(
+                            "entry at depth {} on thread {}, which has {} frames open",
+                            e.depth, e.thread, open
+                        ),
+                    );
+                }
+                stack.push((e.method, e.ticket));
+            }
+            Event::MethodLeave(l) => {
+                let stack = self.stacks.entry(l.thread).or_default();
+                let open = stack.len();
+                let Some((method, ticket)) = stack.pop() else {
+                    return self.fail(
+                        at,
+                        format!(
+                            "METHOD_LEAVE on thread {} with no open entry in this burst",
+                            l.thread
+                        ),
+                    );
+                };
+                if (method, ticket, open) != (l.method, l.ticket, l.depth as usize) {
+                    return self.fail(
+                        at,
+                        format!(
+                            "leave of method {}.{} (ticket {}, depth {}) on thread {}, whose top frame is {}.{} (ticket {}, depth {})",
+                            l.method.class, l.method.index, l.ticket, l.depth, l.thread,
+                            method.class, method.index, ticket, open
+                        ),
+                    );
+                }
+            }
+            Event::ThreadEnd { thread, .. } => {
+                self.stacks.remove(thread);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn need_class(&self, at: usize, class: ClassId) -> Result<usize, DecodeError> {
+        match self.classes.get(&class) {
+            Some(&methods) => Ok(methods),
+            None => self.fail(at, format!("class {} used before it is defined", class)),
+        }
+    }
+
+    fn need_object(&self, at: usize, object: ObjectId) -> Result<(), DecodeError> {
+        if self.objects.contains(&object) {
+            Ok(())
+        } else {
+            self.fail(at, format!("object {} used before it is defined", object))
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! The formats jlive writes: their names in `format=`, their files, how a file of each is
+//! recognised by its first bytes, and the sink that writes each ([`AnySink`]).
+
+use crate::jinsight::sink::big_endian;
+use crate::jinsight::JinsightSink;
+use crate::model::{Ending, Enter, Event, Leave, Sink, TraceInfo};
+use crate::tptp::{self, TptpSink};
+use std::fs::File;
+use std::io;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// IBM JinsightLive binary (`format=binary`, alias `jinsight`), `.trc`.
+    Jinsight,
+    /// Eclipse TPTP binary (TBF), `.trcbin`.
+    Tptp,
+    /// Eclipse TPTP XML, `.trcxml`.
+    TptpXml,
+}
+
+/// The values `format=` accepts, for messages.
+pub const FORMAT_NAMES: &str = "binary (or jinsight), tptp, tptp-xml";
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Jinsight, Format::Tptp, Format::TptpXml];
+
+    /// The format of a `format=` value.
+    pub fn parse(name: &str) -> Option<Format> {
+        match name {
+            "binary" | "jinsight" => Some(Format::Jinsight),
+            "tptp" => Some(Format::Tptp),
+            "tptp-xml" => Some(Format::TptpXml),
+            _ => None,
+        }
+    }
+
+    /// Its name in `format=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jinsight => "binary",
+            Format::Tptp => "tptp",
+            Format::TptpXml => "tptp-xml",
+        }
+    }
+
+    /// The extension of its files.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Jinsight => "trc",
+            Format::Tptp => "trcbin",
+            Format::TptpXml => "trcxml",
+        }
+    }
+
+    /// The format whose files end in `path`'s extension.
+    pub fn of_path(path: &str) -> Option<Format> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let ext = name.rsplit_once('.')?.1;
+        Format::ALL.into_iter().find(|f| f.extension() == ext)
+    }
+
+    /// Whether it writes methods' line numbers (which the agent then asks the JVM for).
+    pub fn has_line_numbers(self) -> bool {
+        self != Format::Jinsight
+    }
+
+    /// Whether its files are text, whose positions are lines.
+    pub fn is_text(self) -> bool {
+        self == Format::TptpXml
+    }
+
+    /// The format of a file that starts with `prefix` (its first bytes, up to 8).
+    pub fn detect(prefix: &[u8]) -> Option<Format> {
+        if prefix.first() == Some(&crate::jinsight::MAGIC) {
+            Some(Format::Jinsight)
+        } else if tptp::binary::is_magic(prefix) {
+            Some(Format::Tptp)
+        } else if tptp::xml::is_start(prefix) {
+            Some(Format::TptpXml)
+        } else {
+            None
+        }
+    }
+}
+
+/// The file of each format for the path the user gave: the path itself for one format;
+/// for several, the path with each format's extension (in place of one of theirs it ends in).
+pub fn paths(formats: &[Format], path: &str) -> Vec<(Format, String)> {
+    if formats.len() == 1 {
+        return vec![(formats[0], path.to_string())];
+    }
+    let stem = match Format::of_path(path) {
+        Some(f) => &path[..path.len() - f.extension().len() - 1],
+        None => path,
+    };
+    formats
+        .iter()
+        .map(|&f| (f, format!("{}.{}", stem, f.extension())))
+        .collect()
+}
+
+/// The sink of one format, chosen at run time and dispatched without a virtual call.
+pub enum FormatSink {
+    Jinsight(JinsightSink<File>),
+    JinsightBig(JinsightSink<File, true>),
+    Tptp(TptpSink<tptp::binary::Encoder<File>>),
+    TptpXml(TptpSink<tptp::xml::Encoder<File>>),
+}
+
+/// What a sink of JinsightLive needs beyond the run: the header's platform (None: this
+/// machine's), which sets the byte order of events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FormatOptions {
+    pub platform: Option<u32>,
+}
+
+impl FormatSink {
+    /// Creates the file `path` and starts it in `format` for the run `info` describes.
+    pub fn create(
+        format: Format,
+        path: &str,
+        info: &TraceInfo,
+        options: FormatOptions,
+    ) -> io::Result<FormatSink> {
+        let file = File::create(path)?;
+        Ok(match format {
+            Format::Jinsight if big_endian(options.platform) => {
+                FormatSink::JinsightBig(JinsightSink::new(file, info, options.platform)?)
+            }
+            Format::Jinsight => {
+                FormatSink::Jinsight(JinsightSink::new(file, info, options.platform)?)
+            }
+            Format::Tptp => FormatSink::Tptp(TptpSink::new(
+                tptp::binary::Encoder::new(file, info)?,
+                info,
+            )?),
+            Format::TptpXml => {
+                FormatSink::TptpXml(TptpSink::new(tptp::xml::Encoder::new(file, info)?, info)?)
+            }
+        })
+    }
+}
+
+macro_rules! each {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self {
+            FormatSink::Jinsight($s) => $e,
+            FormatSink::JinsightBig($s) => $e,
+            FormatSink::Tptp($s) => $e,
+            FormatSink::TptpXml($s) => $e,
+        }
+    };
+}
+
+impl Sink for FormatSink {
+    fn event(&mut self, event: &Event) -> io::Result<()> {
+        each!(self, s => s.event(event))
+    }
+    #[inline(always)]
+    fn enter(&mut self, e: Enter) -> io::Result<()> {
+        each!(self, s => s.enter(e))
+    }
+    #[inline(always)]
+    fn leave(&mut self, l: Leave) -> io::Result<()> {
+        each!(self, s => s.leave(l))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        each!(self, s => s.flush())
+    }
+    fn finish(&mut self, ending: &Ending) -> io::Result<()> {
+        each!(self, s => s.finish(ending))
+    }
+    fn events(&self) -> u64 {
+        each!(self, s => s.events())
+    }
+    fn bytes(&self) -> u64 {
+        each!(self, s => s.bytes())
+    }
+    fn max_classes(&self) -> u32 {
+        each!(self, s => s.max_classes())
+    }
+}
+
+/// The sinks of a run: one per format asked for (`format=binary;tptp`), each event to each.
+pub struct AnySink {
+    first: FormatSink,
+    rest: Vec<FormatSink>,
+}
+
+impl AnySink {
+    /// Creates the file of each format (as [`paths`] names them) and starts it for the run
+    /// `info` describes.
+    pub fn create(
+        formats: &[Format],
+        path: &str,
+        info: &TraceInfo,
+        options: FormatOptions,
+    ) -> io::Result<AnySink> {
+        let mut sinks = Vec::new();
+        for (format, path) in paths(formats, path) {
+            sinks.push(FormatSink::create(format, &path, info, options)?);
+        }
+        if sinks.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no format"));
+        }
+        let first = sinks.remove(0);
+        Ok(AnySink { first, rest: sinks })
+    }
+
+    /// An event for the formats after the first (out of line: most runs have one format).
+    #[inline(never)]
+    fn rest_event(&mut self, event: &Event) -> io::Result<()> {
+        self.rest.iter_mut().try_for_each(|s| s.event(event))
+    }
+
+    fn all(&mut self) -> impl Iterator<Item = &mut FormatSink> {
+        std::iter::once(&mut self.first).chain(self.rest.iter_mut())
+    }
+}
+
+impl Sink for AnySink {
+    fn event(&mut self, event: &Event) -> io::Result<()> {
+        self.all().try_for_each(|s| s.event(event))
+    }
+    #[inline(always)]
+    fn enter(&mut self, e: Enter) -> io::Result<()> {
+        self.first.enter(e)?;
+        if self.rest.is_empty() {
+            return Ok(());
+        }
+        self.rest_event(&Event::MethodEnter(e))
+    }
+    #[inline(always)]
+    fn leave(&mut self, l: Leave) -> io::Result<()> {
+        self.first.leave(l)?;
+        if self.rest.is_empty() {
+            return Ok(());
+        }
+        self.rest_event(&Event::MethodLeave(l))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.all().try_for_each(|s| s.flush())
+    }
+    fn finish(&mut self, ending: &Ending) -> io::Result<()> {
+        self.all().try_for_each(|s| s.finish(ending))
+    }
+    /// The events of the first format's file.
+    fn events(&self) -> u64 {
+        self.first.events()
+    }
+    /// The bytes of all files.
+    fn bytes(&self) -> u64 {
+        self.first.bytes() + self.rest.iter().map(|s| s.bytes()).sum::<u64>()
+    }
+    fn max_classes(&self) -> u32 {
+        let rest = self.rest.iter().map(|s| s.max_classes());
+        rest.fold(self.first.max_classes(), u32::min)
+    }
+}
+
+/// A sink that a run can open by itself: one format's own sink, or [`AnySink`].
+pub trait OpenSink: Sink + Send + Sized + 'static {
+    /// Creates the files of `formats` for `path` (as [`paths`] names them) and starts them for
+    /// the run `info` describes.
+    fn open(
+        formats: &[Format],
+        path: &str,
+        info: &TraceInfo,
+        options: FormatOptions,
+    ) -> io::Result<Self>;
+}
+
+impl<const BIG: bool> OpenSink for JinsightSink<File, BIG> {
+    fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        JinsightSink::new(File::create(path)?, info, o.platform)
+    }
+}
+
+impl OpenSink for TptpSink<tptp::binary::Encoder<File>> {
+    fn open(_: &[Format], path: &str, info: &TraceInfo, _: FormatOptions) -> io::Result<Self> {
+        TptpSink::new(tptp::binary::Encoder::new(File::create(path)?, info)?, info)
+    }
+}
+
+impl OpenSink for TptpSink<tptp::xml::Encoder<File>> {
+    fn open(_: &[Format], path: &str, info: &TraceInfo, _: FormatOptions) -> io::Result<Self> {
+        TptpSink::new(tptp::xml::Encoder::new(File::create(path)?, info)?, info)
+    }
+}
+
+impl OpenSink for AnySink {
+    fn open(
+        formats: &[Format],
+        path: &str,
+        info: &TraceInfo,
+        o: FormatOptions,
+    ) -> io::Result<Self> {
+        AnySink::create(formats, path, info, o)
+    }
+}
+
+/// Code to run with the sink type of a run's formats ([`with_sink`]).
+pub trait WithSink {
+    type Output;
+    fn call<S: OpenSink>(self) -> Self::Output;
+}
+
+/// Runs `f` with the sink type of `formats`: one format's own type, so that the writer's loop
+/// is compiled for that format alone (a choice made per event cost the writer 10-15% of its
+/// events/s), or [`AnySink`] for several.
+pub fn with_sink<F: WithSink>(formats: &[Format], options: FormatOptions, f: F) -> F::Output {
+    match formats {
+        [Format::Jinsight] if big_endian(options.platform) => f.call::<JinsightSink<File, true>>(),
+        [Format::Jinsight] => f.call::<JinsightSink<File>>(),
+        [Format::Tptp] => f.call::<TptpSink<tptp::binary::Encoder<File>>>(),
+        [Format::TptpXml] => f.call::<TptpSink<tptp::xml::Encoder<File>>>(),
+        _ => f.call::<AnySink>(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_formats_get_their_own_extensions() {
+        assert_eq!(
+            paths(&[Format::Tptp], "/tmp/a.b/app"),
+            [(Format::Tptp, "/tmp/a.b/app".to_string())]
+        );
+        let all = paths(&Format::ALL, "/tmp/a.b/app.trc");
+        let names: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "/tmp/a.b/app.trc",
+                "/tmp/a.b/app.trcbin",
+                "/tmp/a.b/app.trcxml"
+            ]
+        );
+        let names = |path| -> Vec<String> {
+            paths(&Format::ALL[1..], path)
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect()
+        };
+        assert_eq!(
+            names("/tmp/a.b/app"),
+            ["/tmp/a.b/app.trcbin", "/tmp/a.b/app.trcxml"]
+        );
+        // A rolled file's number is not an extension.
+        assert_eq!(names("jlive-7.2"), ["jlive-7.2.trcbin", "jlive-7.2.trcxml"]);
+        assert_eq!(Format::of_path("x.trcxml"), Some(Format::TptpXml));
+        assert_eq!(Format::parse("jinsight"), Some(Format::Jinsight));
+    }
+}

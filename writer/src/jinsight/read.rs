@@ -1,0 +1,383 @@
+//! JinsightLive events → model events: what `jlive dump`, `stats`, `convert` and `check` read a
+//! JinsightLive file through. CLASS_DEFINE and its CLASS_LOAD become one class definition, an
+//! OBJECT_DEFINED (or array form) followed by the OBJECT_CREATED of the same object one
+//! allocation; a METHOD_LEAVE names the method of the frame it closes, which the file does not
+//! say.
+
+use super::*;
+use crate::model::{
+    self, ArrayDef, ClassDef, Element, Enter, FieldDef, Leave, MethodDef, MethodId,
+};
+use crate::read::{DecodeError, EventReader, Format};
+use std::collections::{HashMap, VecDeque};
+
+/// The frames a thread has open: (method, depth, ticket).
+type Stack = Vec<(MethodId, u32, u32)>;
+
+/// Turns JinsightLive events, in file order, into model events.
+#[derive(Default)]
+pub struct Translator {
+    stacks: HashMap<u32, Stack>,
+    tickets: HashMap<u32, u32>,
+    /// Class IDs by name, for arrays: ARRAY_DEFINED names its class by a primitive type and
+    /// ARRAY_CLASS_DEFINED by its element.
+    by_name: HashMap<String, u16>,
+    names: HashMap<u16, String>,
+    /// Class and array form of each object defined, for its OBJECT_CREATED or ARRAY_CREATED.
+    objects: HashMap<u32, (model::ClassId, Option<ArrayDef>)>,
+    /// An object's definition held back until the next event says whether it is allocated.
+    held: Option<(usize, model::Event)>,
+    bursts: u32,
+}
+
+fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
+    Err(decode::error(offset, message))
+}
+
+impl Translator {
+    /// Translates one event read at `offset`, appending what it makes to `out`.
+    pub fn push(
+        &mut self,
+        offset: usize,
+        event: Event,
+        out: &mut VecDeque<(usize, model::Event)>,
+    ) -> Result<(), DecodeError> {
+        if let Some((at, held)) = self.held.take() {
+            match (&held, &event) {
+                (model::Event::ObjectDefine(o), Event::ObjectCreated { object, thread, .. })
+                | (model::Event::ObjectDefine(o), Event::ArrayCreated { object, thread, .. })
+                    if *object == o.object =>
+                {
+                    out.push_back((
+                        at,
+                        model::Event::Alloc {
+                            thread: *thread,
+                            object: *o,
+                        },
+                    ));
+                    return Ok(());
+                }
+                _ => out.push_back((at, held)),
+            }
+        }
+        let translated = match event {
+            Event::ClassDefine { .. } | Event::TraceEnd { .. } => return Ok(()),
+            Event::ThreadStart { ticks, thread } => model::Event::ThreadStart { ticks, thread },
+            Event::ClassLoad(load) => self.class(*load),
+            Event::MethodEnter {
+                ticks,
+                thread,
+                class,
+                method,
+                object,
+                ..
+            } => {
+                let method = MethodId {
+                    class: u32::from(class),
+                    index: method,
+                };
+                let stack = self.stacks.entry(thread).or_default();
+                let ticket = self.tickets.entry(thread).or_insert(0);
+                *ticket = ticket.wrapping_add(1);
+                let depth = stack.len() as u32 + 1;
+                stack.push((method, depth, *ticket));
+                model::Event::MethodEnter(Enter {
+                    ticks,
+                    thread,
+                    method,
+                    object,
+                    depth,
+                    ticket: *ticket,
+                })
+            }
+            Event::MethodLeave {
+                ticks,
+                overhead,
+                thread,
+            } => {
+                let Some((method, depth, ticket)) =
+                    self.stacks.get_mut(&thread).and_then(|s| s.pop())
+                else {
+                    return fail(
+                        offset,
+                        format!(
+                            "METHOD_LEAVE on thread {} with no open entry in this burst",
+                            thread
+                        ),
+                    );
+                };
+                model::Event::MethodLeave(Leave {
+                    ticks,
+                    thread,
+                    method,
+                    depth,
+                    ticket,
+                    overhead,
+                })
+            }
+            Event::ObjectDefined {
+                ticks,
+                object,
+                class,
+            } => self.object(ticks, object, u32::from(class), None),
+            Event::ArrayDefined {
+                ticks,
+                array_type,
+                object,
+                size,
+            } => {
+                let Some(d) = descriptor_of(array_type) else {
+                    return fail(
+                        offset,
+                        format!(
+                            "array type {} is not one of JinsightLive's 1..8",
+                            array_type
+                        ),
+                    );
+                };
+                let class = self.class_named(&format!("[{}", char::from(d)));
+                let array = ArrayDef {
+                    length: size,
+                    element: Element::Primitive(d),
+                };
+                self.object(ticks, object, class, Some(array))
+            }
+            Event::ArrayClassDefined {
+                ticks,
+                object,
+                class,
+                size,
+            } => {
+                let element = self.names.get(&class).cloned().unwrap_or_default();
+                let name = if element.starts_with('[') {
+                    format!("[{}", element)
+                } else {
+                    format!("[L{};", element)
+                };
+                let array = ArrayDef {
+                    length: size,
+                    element: Element::Class(u32::from(class)),
+                };
+                let class = self.class_named(&name);
+                self.object(ticks, object, class, Some(array))
+            }
+            Event::ObjectCreated {
+                ticks,
+                object,
+                class,
+                thread,
+            } => model::Event::Alloc {
+                thread,
+                object: model::ObjectDef {
+                    ticks,
+                    object,
+                    class: u32::from(class),
+                    array: None,
+                },
+            },
+            Event::ArrayCreated {
+                ticks,
+                object,
+                thread,
+                ..
+            } => {
+                let Some(&(class, array)) = self.objects.get(&object) else {
+                    return fail(
+                        offset,
+                        format!("object {} used before it is defined", object),
+                    );
+                };
+                model::Event::Alloc {
+                    thread,
+                    object: model::ObjectDef {
+                        ticks,
+                        object,
+                        class,
+                        array,
+                    },
+                }
+            }
+            Event::ObjectReclaimed { ticks, object } => model::Event::Free { ticks, object },
+            Event::ThreadDefine {
+                ticks,
+                thread,
+                name,
+                ..
+            } => model::Event::ThreadDefine(Box::new(model::ThreadDef {
+                ticks,
+                id: thread,
+                name,
+                ..Default::default()
+            })),
+            Event::ThreadExit { ticks, thread } => {
+                self.stacks.remove(&thread);
+                model::Event::ThreadEnd { ticks, thread }
+            }
+            Event::GcStart { ticks } => model::Event::GcStart { ticks },
+            Event::GcStop { ticks } => model::Event::GcFinish { ticks },
+            Event::UserEvent { ticks, message } => model::Event::UserEvent {
+                ticks,
+                text: message,
+            },
+            Event::BeginBurst { ticks } => {
+                self.bursts += 1;
+                self.stacks.clear();
+                model::Event::BurstBegin {
+                    ticks,
+                    burst: self.bursts,
+                }
+            }
+            Event::EndBurst { ticks } => model::Event::BurstEnd {
+                ticks,
+                burst: self.bursts,
+            },
+        };
+        if let model::Event::ObjectDefine(_) = translated {
+            self.held = Some((offset, translated));
+        } else {
+            out.push_back((offset, translated));
+        }
+        Ok(())
+    }
+
+    /// What is held back, at the end of the events.
+    pub fn finish(&mut self, out: &mut VecDeque<(usize, model::Event)>) {
+        if let Some(held) = self.held.take() {
+            out.push_back(held);
+        }
+    }
+
+    fn class_named(&self, name: &str) -> model::ClassId {
+        self.by_name
+            .get(name)
+            .map_or(u32::from(CLASS_OBJECT), |&c| u32::from(c))
+    }
+
+    fn object(
+        &mut self,
+        ticks: u64,
+        object: u32,
+        class: model::ClassId,
+        array: Option<ArrayDef>,
+    ) -> model::Event {
+        self.objects.insert(object, (class, array));
+        model::Event::ObjectDefine(model::ObjectDef {
+            ticks,
+            object,
+            class,
+            array,
+        })
+    }
+
+    fn class(&mut self, load: ClassLoad) -> model::Event {
+        self.by_name.insert(load.name.clone(), load.class);
+        self.names.insert(load.class, load.name.clone());
+        model::Event::ClassDefine(Box::new(ClassDef {
+            ticks: load.ticks,
+            id: u32::from(load.class),
+            name: load.name,
+            source_file: String::new(),
+            superclass: (load.class != CLASS_OBJECT).then_some(u32::from(load.superclass)),
+            interfaces: load.interfaces.iter().map(|&i| u32::from(i)).collect(),
+            methods: load
+                .methods
+                .into_iter()
+                .map(|m| MethodDef {
+                    name: m.name,
+                    signature: m.signature,
+                    access: m.access,
+                    lines: Vec::new(),
+                })
+                .collect(),
+            fields: load
+                .fields
+                .into_iter()
+                .map(|f| FieldDef {
+                    name: f.name,
+                    signature: f.signature,
+                    access: f.access,
+                })
+                .collect(),
+        }))
+    }
+}
+
+/// The JVM descriptor of a JinsightLive primitive array type.
+fn descriptor_of(array_type: u8) -> Option<u8> {
+    b"IJFDZBCS"
+        .get(usize::from(array_type).checked_sub(1)?)
+        .copied()
+}
+
+/// The run a JinsightLive header describes (its start time is whole seconds).
+pub fn info_of(h: &Header) -> model::TraceInfo {
+    model::TraceInfo {
+        ticks_per_microsecond: h.ticks_per_microsecond,
+        start_ticks: h.start_ticks,
+        origin_ticks: h.start_ticks,
+        origin_ns: u64::from(h.vm_start_time) * 1_000_000_000,
+        ..Default::default()
+    }
+}
+
+/// A JinsightLive file read as model events, a chunk at a time.
+pub struct Reader<R> {
+    decoder: StreamDecoder<R>,
+    translator: Translator,
+    info: model::TraceInfo,
+    ready: VecDeque<(usize, model::Event)>,
+    done: bool,
+    /// The error that ended the file, given once the events before it are taken.
+    error: Option<DecodeError>,
+}
+
+impl<R: std::io::Read> Reader<R> {
+    pub fn new(reader: R) -> Result<Self, DecodeError> {
+        let decoder = StreamDecoder::new(reader)?;
+        Ok(Reader {
+            info: info_of(decoder.header()),
+            decoder,
+            translator: Translator::default(),
+            ready: VecDeque::new(),
+            done: false,
+            error: None,
+        })
+    }
+}
+
+impl<R: std::io::Read> EventReader for Reader<R> {
+    fn format(&self) -> Format {
+        Format::Jinsight
+    }
+
+    fn info(&self) -> &model::TraceInfo {
+        &self.info
+    }
+
+    fn next_event(&mut self) -> Result<Option<(usize, model::Event)>, DecodeError> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.done {
+                return self.error.take().map_or(Ok(None), Err);
+            }
+            let translated = match self.decoder.next_event() {
+                Ok(Some((offset, event))) => self.translator.push(offset, event, &mut self.ready),
+                Ok(None) => {
+                    self.done = true;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = translated {
+                // What was held back is whole: it comes first, then the error.
+                self.done = true;
+                self.error = Some(e);
+            }
+            if self.done {
+                self.translator.finish(&mut self.ready);
+            }
+        }
+    }
+}

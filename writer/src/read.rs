@@ -1,0 +1,368 @@
+//! The one way back from a trace file to model events, whatever its format: [`open`] finds the
+//! format by the file's first bytes and gives an [`EventReader`]. `jlive dump`, `check`,
+//! `stats`, `convert` and the tests read every format through it; [`Trace`] holds a whole
+//! decoded trace with its names indexed.
+
+pub use crate::format::Format;
+use crate::model::*;
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::io::Read;
+
+/// Why a file could not be read, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset of the event (or line) at fault.
+    pub offset: usize,
+    /// Its line, in a text format.
+    pub line: Option<usize>,
+    pub message: String,
+    /// The file ends inside the event at `offset` (a JVM killed while the writer wrote).
+    pub cut_short: bool,
+}
+
+impl DecodeError {
+    pub fn at(offset: usize, message: impl Into<String>) -> DecodeError {
+        DecodeError {
+            offset,
+            line: None,
+            message: message.into(),
+            cut_short: false,
+        }
+    }
+
+    /// "offset N", or "line N" in a text format.
+    pub fn position(&self) -> String {
+        match self.line {
+            Some(line) => format!("line {}", line),
+            None => format!("offset {}", self.offset),
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.position(), self.message)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A trace file read one model event at a time.
+pub trait EventReader {
+    fn format(&self) -> Format;
+    /// What the file says about the run.
+    fn info(&self) -> &TraceInfo;
+    /// The next event with its position (a byte offset; a line number in a text format),
+    /// `Ok(None)` at the end of the file.
+    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError>;
+    /// After the last event: whether the file was finished, as its format ends a file
+    /// (`jlive check` asks; a JVM killed while tracing leaves a file without its end).
+    fn end(&mut self) -> Result<(), DecodeError> {
+        Ok(())
+    }
+}
+
+/// Opens a trace of any format jlive writes, found by its first bytes.
+pub fn open<'a>(mut reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, DecodeError> {
+    let mut prefix = [0u8; 8];
+    let got = read_up_to(&mut reader, &mut prefix)
+        .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
+    let prefix = &prefix[..got];
+    // The bytes looked at go back in front of the rest.
+    let whole = std::io::Cursor::new(prefix.to_vec()).chain(reader);
+    match Format::detect(prefix) {
+        Some(Format::Jinsight) => Ok(Box::new(crate::jinsight::read::Reader::new(whole)?)),
+        Some(Format::Tptp) => Ok(Box::new(crate::tptp::binary::Reader::new(whole)?)),
+        Some(Format::TptpXml) => Ok(Box::new(crate::tptp::xml::Reader::new(whole)?)),
+        None if prefix.is_empty() => Err(DecodeError::at(0, "empty file: no trace header")),
+        None => Err(DecodeError::at(
+            0,
+            format!(
+                "not a trace jlive reads (it starts {:02x?}): JinsightLive starts with 'b', \
+                 TPTP binary with 0TBF, TPTP XML with <?xml",
+                prefix
+            ),
+        )),
+    }
+}
+
+/// Reads until `buf` is full or the reader ends; returns how much it read.
+pub(crate) fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// A decoded trace with its names indexed.
+pub struct Trace {
+    pub format: Format,
+    pub info: TraceInfo,
+    pub events: Vec<(usize, Event)>,
+    pub classes: HashMap<ClassId, ClassDef>,
+    pub threads: HashMap<ThreadId, ThreadDef>,
+    /// Where the file ends inside an event (a byte offset, or a line), whose bytes are left
+    /// out.
+    pub cut_at: Option<usize>,
+}
+
+impl Trace {
+    /// Decodes a whole file held in memory (see [`Trace::read`]).
+    pub fn decode(data: &[u8]) -> Result<Trace, DecodeError> {
+        Trace::read(data)
+    }
+
+    /// Decodes a whole file; fails at the first undecodable event, except a last one that the
+    /// file ends inside of (a JVM killed while its trace was being written): that one is left
+    /// out and `cut_at` says where it began.
+    pub fn read(reader: impl Read) -> Result<Trace, DecodeError> {
+        let mut events = open(reader)?;
+        let mut trace = Trace::empty(events.format(), events.info().clone());
+        loop {
+            match events.next_event() {
+                Ok(Some(e)) => {
+                    trace.learn(&e.1);
+                    trace.events.push(e);
+                }
+                Ok(None) => break,
+                Err(e) if e.cut_short => {
+                    trace.cut_at = Some(e.line.unwrap_or(e.offset));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Some formats say more about the run as they go (TPTP's closing messages).
+        trace.info = events.info().clone();
+        Ok(trace)
+    }
+
+    /// A trace with no events and no names yet, to [`Trace::learn`] them as events are read
+    /// one at a time (definitions precede their use).
+    pub fn empty(format: Format, info: TraceInfo) -> Trace {
+        Trace {
+            format,
+            info,
+            events: Vec::new(),
+            classes: HashMap::new(),
+            threads: HashMap::new(),
+            cut_at: None,
+        }
+    }
+
+    /// Takes the names an event defines: a class's (and its methods'), a thread's.
+    pub fn learn(&mut self, event: &Event) {
+        match event {
+            Event::ClassDefine(c) => {
+                self.classes.insert(c.id, (**c).clone());
+            }
+            Event::ThreadDefine(t) => {
+                self.threads.insert(t.id, (**t).clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// `pkg/Class` of a class ID.
+    pub fn class_name(&self, class: ClassId) -> String {
+        let mut s = String::new();
+        let _ = self.write_class_name(&mut s, class);
+        s
+    }
+
+    fn write_class_name(&self, out: &mut String, class: ClassId) -> fmt::Result {
+        match self.classes.get(&class) {
+            Some(c) => out.write_str(&c.name),
+            None => write!(out, "class#{}", class),
+        }
+    }
+
+    /// `pkg/Class.method` of a method.
+    pub fn method_name(&self, method: MethodId) -> String {
+        let mut s = String::new();
+        let _ = self.write_method_name(&mut s, method);
+        s
+    }
+
+    fn write_method_name(&self, out: &mut String, method: MethodId) -> fmt::Result {
+        self.write_class_name(out, method.class)?;
+        let m = self
+            .classes
+            .get(&method.class)
+            .and_then(|c| c.methods.get(usize::from(method.index)));
+        match m {
+            Some(m) => write!(out, ".{}", m.name),
+            None => write!(out, ".method#{}", method.index),
+        }
+    }
+
+    /// Name of a thread ID.
+    pub fn thread_name(&self, thread: ThreadId) -> String {
+        let mut s = String::new();
+        let _ = self.write_thread_name(&mut s, thread);
+        s
+    }
+
+    fn write_thread_name(&self, out: &mut String, thread: ThreadId) -> fmt::Result {
+        match self.threads.get(&thread) {
+            Some(t) => out.write_str(&t.name),
+            None => write!(out, "thread#{}", thread),
+        }
+    }
+
+    /// Thread IDs whose name is `name`.
+    pub fn threads_named(&self, name: &str) -> Vec<ThreadId> {
+        let mut v: Vec<ThreadId> = self
+            .threads
+            .values()
+            .filter(|t| t.name == name)
+            .map(|t| t.id)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// One line describing an event, names resolved (the `jlive dump` format).
+    pub fn describe(&self, event: &Event) -> String {
+        let mut s = String::new();
+        self.describe_into(&mut s, event);
+        s
+    }
+
+    /// [`Trace::describe`] appended to `out`: `jlive dump` reuses one line for all events.
+    pub fn describe_into(&self, out: &mut String, event: &Event) {
+        let start = out.len();
+        let _ = write!(out, "{} {} ", event.ticks(), event.name());
+        // Writing into a String cannot fail.
+        let _ = self.describe_fields(out, event);
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
+    }
+
+    /// What follows an event's name in its `jlive dump` line.
+    fn describe_fields(&self, out: &mut String, event: &Event) -> fmt::Result {
+        match event {
+            Event::VmInit { .. }
+            | Event::VmDeath { .. }
+            | Event::GcStart { .. }
+            | Event::GcFinish { .. } => Ok(()),
+            Event::BurstBegin { burst, .. } | Event::BurstEnd { burst, .. } => {
+                write!(out, "burst={}", burst)
+            }
+            Event::ThreadDefine(t) => {
+                write!(out, "thread={} name={:?}", t.id, t.name)?;
+                if t.group.is_empty() {
+                    Ok(())
+                } else {
+                    write!(out, " group={:?}", t.group)
+                }
+            }
+            Event::ThreadStart { thread, .. } | Event::ThreadEnd { thread, .. } => {
+                write!(out, "thread={} (", thread)?;
+                self.write_thread_name(out, *thread)?;
+                out.write_str(")")
+            }
+            Event::ClassDefine(c) => {
+                write!(
+                    out,
+                    "class={} name={} methods={} fields={} super=",
+                    c.id,
+                    c.name,
+                    c.methods.len(),
+                    c.fields.len(),
+                )?;
+                match c.superclass {
+                    Some(s) => write!(out, "{}", s)?,
+                    None => out.write_str("-")?,
+                }
+                write!(out, " interfaces={:?}", c.interfaces)
+            }
+            Event::MethodEnter(e) => {
+                write!(out, "thread={} ", e.thread)?;
+                self.write_method_name(out, e.method)?;
+                write!(out, " depth={}", e.depth)?;
+                if e.object == NO_OBJECT {
+                    out.write_str(" static")
+                } else {
+                    write!(out, " object={}", e.object)
+                }
+            }
+            Event::MethodLeave(l) => {
+                write!(out, "thread={} ", l.thread)?;
+                self.write_method_name(out, l.method)?;
+                write!(out, " depth={} overhead={}", l.depth, l.overhead)
+            }
+            Event::ObjectDefine(o) => self.describe_object(out, o),
+            Event::Alloc { thread, object } => {
+                write!(out, "thread={} ", thread)?;
+                self.describe_object(out, object)
+            }
+            Event::Free { object, .. } => write!(out, "object={}", object),
+            Event::UserEvent { text, .. } => write!(out, "{:?}", text),
+        }
+    }
+
+    fn describe_object(&self, out: &mut String, o: &ObjectDef) -> fmt::Result {
+        write!(out, "object={} class=", o.object)?;
+        self.write_class_name(out, o.class)?;
+        match o.array {
+            Some(a) => write!(out, " length={}", a.length),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes every event of `events` to `sink` and finishes it: `jlive convert`. The sink must
+/// have been opened with the reader's [`EventReader::info`]. A file cut short is converted up
+/// to its last whole event (its end then is that event's time).
+pub fn copy(
+    events: &mut dyn EventReader,
+    sink: &mut impl Sink,
+) -> Result<Option<usize>, CopyError> {
+    let mut last = 0;
+    let mut cut_at = None;
+    loop {
+        match events.next_event() {
+            Ok(Some((_, e))) => {
+                last = last.max(e.ticks());
+                sink.event(&e).map_err(CopyError::Write)?;
+            }
+            Ok(None) => break,
+            Err(e) if e.cut_short => {
+                cut_at = Some(e.line.unwrap_or(e.offset));
+                break;
+            }
+            Err(e) => return Err(CopyError::Read(e)),
+        }
+    }
+    let info = events.info();
+    let ending = Ending {
+        ticks: info.end_ticks.unwrap_or(last),
+        ticks_per_microsecond: None,
+    };
+    sink.finish(&ending).map_err(CopyError::Write)?;
+    Ok(cut_at)
+}
+
+/// Why [`copy`] stopped.
+#[derive(Debug)]
+pub enum CopyError {
+    Read(DecodeError),
+    Write(std::io::Error),
+}
+
+impl fmt::Display for CopyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CopyError::Read(e) => write!(f, "reading: {}", e),
+            CopyError::Write(e) => write!(f, "writing: {}", e),
+        }
+    }
+}

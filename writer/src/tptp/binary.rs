@@ -1,0 +1,464 @@
+//! The TPTP binary form (TBF): messages into bytes and back (layout in `tptp/mod.rs`).
+
+use super::read::Translator;
+use super::sink::{Encode, EntryMessage, ExitMessage};
+use super::*;
+use crate::model::{Event, TraceInfo};
+use crate::read::{DecodeError, EventReader, Format};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+
+pub const MAGIC: &[u8; 4] = b"0TBF";
+/// What readers also accept: the magic with a NUL for its first byte.
+pub const MAGIC_NUL: &[u8; 4] = b"\0TBF";
+pub const HEADER_LEN: usize = 12;
+pub const VERSION: (u8, u8) = (1, 0);
+const PLATFORM_64: u8 = 1;
+const LITTLE_ENDIAN: u8 = 1;
+
+/// The longest message a reader takes (a corrupt length must not make it allocate gigabytes).
+pub const MAX_MESSAGE: usize = 64 << 20;
+
+/// Bytes gathered before they are handed to the file (one write each).
+const CHUNK: usize = 1 << 20;
+
+/// Whether a file starts with the TBF magic.
+pub fn is_magic(prefix: &[u8]) -> bool {
+    prefix.len() >= 4 && (&prefix[..4] == MAGIC || &prefix[..4] == MAGIC_NUL)
+}
+
+/// Writes the binary form.
+pub struct Encoder<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    bytes: u64,
+}
+
+impl<W: Write> Encoder<W> {
+    /// Starts a file: the header, then the system messages (encoding, tick frequency, and the
+    /// ticks and wall-clock time of `info`'s origin).
+    pub fn new(out: W, info: &TraceInfo) -> io::Result<Self> {
+        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        buf.extend_from_slice(MAGIC);
+        buf.extend_from_slice(&[VERSION.0, VERSION.1, PLATFORM_64, LITTLE_ENDIAN]);
+        buf.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        let system = |buf: &mut Vec<u8>, id: u16, body: &[u8]| {
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            buf.extend_from_slice(body);
+        };
+        system(&mut buf, SYSTEM_ENCODING, b"UTF-8\0");
+        let hz = u64::from(info.ticks_per_microsecond) * 1_000_000;
+        system(&mut buf, SYSTEM_FREQUENCY, &hz.to_le_bytes());
+        let mut origin = [0u8; 16];
+        origin[..8].copy_from_slice(&info.origin_ticks.to_le_bytes());
+        origin[8..].copy_from_slice(&info.origin_ns.to_le_bytes());
+        system(&mut buf, SYSTEM_ORIGIN, &origin);
+        Ok(Encoder { out, buf, bytes: 0 })
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    #[inline(always)]
+    fn done_one(&mut self) -> io::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.out.write_all(&self.buf)?;
+            self.bytes += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Appends a message's bytes to `buf`.
+pub fn put_message(buf: &mut Vec<u8>, m: &Message) {
+    buf.extend_from_slice(&m.element.id.to_le_bytes());
+    let length_at = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    for v in &m.values {
+        match v {
+            Value::Long(x) => buf.extend_from_slice(&x.to_le_bytes()),
+            Value::Int(x) => buf.extend_from_slice(&x.to_le_bytes()),
+            Value::Byte(x) => buf.push(*x),
+            Value::Str(s) => {
+                buf.extend(s.bytes().filter(|&b| b != 0));
+                buf.push(0);
+            }
+        }
+    }
+    let length = (buf.len() - length_at - 4) as u32;
+    buf[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+}
+
+impl<W: Write> Encode for Encoder<W> {
+    fn message(&mut self, m: &Message) -> io::Result<()> {
+        put_message(&mut self.buf, m);
+        self.done_one()
+    }
+
+    /// Its 84 bytes laid out in place: the table's attributes in order, unused ones 0 or "".
+    #[inline(always)]
+    fn method_entry(&mut self, m: &EntryMessage) -> io::Result<()> {
+        let mut b = [0u8; 84];
+        b[0..2].copy_from_slice(&METHOD_ENTRY.id.to_le_bytes());
+        b[2..6].copy_from_slice(&78u32.to_le_bytes());
+        // transientThreadIdRef (0) at 6..14
+        b[14..22].copy_from_slice(&m.thread.to_le_bytes());
+        b[22..30].copy_from_slice(&m.ticks.to_le_bytes());
+        b[30..38].copy_from_slice(&m.method.to_le_bytes());
+        b[38..42].copy_from_slice(&m.ticket.to_le_bytes());
+        b[42..50].copy_from_slice(&m.object.to_le_bytes());
+        b[50..58].copy_from_slice(&m.class.to_le_bytes());
+        // threadCpuTime, sequenceCounter (0) at 58..74
+        b[74..82].copy_from_slice(&m.depth.to_le_bytes());
+        // collationValue, traceIdRef ("") at 82, 83
+        self.buf.extend_from_slice(&b);
+        self.done_one()
+    }
+
+    /// Its 85 bytes laid out in place.
+    #[inline(always)]
+    fn method_exit(&mut self, m: &ExitMessage) -> io::Result<()> {
+        let mut b = [0u8; 85];
+        b[0..2].copy_from_slice(&METHOD_EXIT.id.to_le_bytes());
+        b[2..6].copy_from_slice(&79u32.to_le_bytes());
+        // transientThreadIdRef (0) at 6..14
+        b[14..22].copy_from_slice(&m.thread.to_le_bytes());
+        b[22..30].copy_from_slice(&m.ticks.to_le_bytes());
+        b[30..34].copy_from_slice(&m.ticket.to_le_bytes());
+        // threadCpuTime (0) at 34..42
+        b[42..50].copy_from_slice(&m.method.to_le_bytes());
+        // transientObjIdRef, objIdRef, transientClassIdRef (0) at 50..74
+        b[74..82].copy_from_slice(&m.class.to_le_bytes());
+        // sequenceCounter, collationValue, traceIdRef ("") at 82, 83, 84
+        self.buf.extend_from_slice(&b);
+        self.done_one()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
+        self.out.flush()
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes + self.buf.len() as u64
+    }
+}
+
+/// Parses a message's attributes from `body` (its bytes after id and length).
+pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'static>, String> {
+    let mut at = 0;
+    let mut values = Vec::with_capacity(element.attrs.len());
+    for attr in element.attrs {
+        let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
+            let end = *at + n;
+            let bytes = body.get(*at..end).ok_or_else(|| {
+                format!("{} ends inside its attribute {}", element.name, attr.name)
+            })?;
+            *at = end;
+            Ok(bytes)
+        };
+        values.push(match attr.ty {
+            Ty::Long | Ty::Time => Value::Long(u64::from_le_bytes(
+                take(&mut at, 8)?.try_into().unwrap_or([0; 8]),
+            )),
+            Ty::Int => Value::Int(u32::from_le_bytes(
+                take(&mut at, 4)?.try_into().unwrap_or([0; 4]),
+            )),
+            Ty::Byte => Value::Byte(take(&mut at, 1)?[0]),
+            Ty::Str => {
+                let rest = &body[at.min(body.len())..];
+                let Some(len) = rest.iter().position(|&b| b == 0) else {
+                    return Err(format!(
+                        "{}: attribute {} has no NUL",
+                        element.name, attr.name
+                    ));
+                };
+                let s = std::str::from_utf8(&rest[..len]).map_err(|_| {
+                    format!("{}: attribute {} is not UTF-8", element.name, attr.name)
+                })?;
+                at += len + 1;
+                Value::Str(Cow::Owned(s.to_string()))
+            }
+        });
+    }
+    if at != body.len() {
+        return Err(format!(
+            "{} says {} bytes of attributes, they take {}",
+            element.name,
+            body.len(),
+            at
+        ));
+    }
+    Ok(Message { element, values })
+}
+
+/// A TPTP binary file read as model events.
+pub struct Reader<R> {
+    input: io::BufReader<R>,
+    /// The offset of the next message.
+    offset: usize,
+    info: TraceInfo,
+    translator: Translator,
+    ready: VecDeque<(usize, Event)>,
+    /// A message read while the file's opening was taken, translated first.
+    pending: Option<(usize, Message<'static>)>,
+    ended: bool,
+}
+
+impl<R: Read> Reader<R> {
+    /// Reads the header, the system messages and the messages that open the file.
+    pub fn new(input: R) -> Result<Self, DecodeError> {
+        let mut r = Reader {
+            input: io::BufReader::with_capacity(1 << 20, input),
+            offset: 0,
+            info: TraceInfo::default(),
+            translator: Translator::default(),
+            ready: VecDeque::new(),
+            pending: None,
+            ended: false,
+        };
+        let mut header = [0u8; HEADER_LEN];
+        let got = crate::read::read_up_to(&mut r.input, &mut header)
+            .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
+        if got == 0 {
+            return Err(DecodeError::at(0, "empty file: no TPTP header"));
+        }
+        if !is_magic(&header[..got]) {
+            return Err(DecodeError::at(0, "no TPTP magic 0TBF"));
+        }
+        if got < HEADER_LEN {
+            return Err(DecodeError {
+                cut_short: true,
+                ..DecodeError::at(
+                    got,
+                    format!("header cut short: {} of {} bytes", got, HEADER_LEN),
+                )
+            });
+        }
+        if header[4] != VERSION.0 {
+            return Err(DecodeError::at(
+                4,
+                format!("version {}.{} (jlive reads 1.x)", header[4], header[5]),
+            ));
+        }
+        if header[7] != LITTLE_ENDIAN {
+            return Err(DecodeError::at(
+                7,
+                format!(
+                    "endianness {}: jlive reads little-endian (1) files",
+                    header[7]
+                ),
+            ));
+        }
+        let data = u32::from_le_bytes(header[8..12].try_into().unwrap_or([0; 4])) as usize;
+        if data < HEADER_LEN {
+            return Err(DecodeError::at(
+                8,
+                format!("offset to data {} lies inside the header", data),
+            ));
+        }
+        let mut skip = vec![0; data - HEADER_LEN];
+        let skipped = crate::read::read_up_to(&mut r.input, &mut skip)
+            .map_err(|e| DecodeError::at(HEADER_LEN, format!("cannot read: {}", e)))?;
+        r.offset = HEADER_LEN + skipped;
+        if skipped < skip.len() {
+            return Err(r.cut(HEADER_LEN, "the bytes before the data"));
+        }
+        // System messages, then the data messages that describe the run.
+        while let Some((at, id, body)) = r.raw()? {
+            if id < FIRST_DATA_ID {
+                r.system(at, id, &body)?;
+                continue;
+            }
+            let m = message(at, id, &body)?;
+            if !r.translator.describe(&m, &mut r.info) {
+                r.pending = Some((at, m));
+                break;
+            }
+        }
+        if r.info.ticks_per_microsecond == 0 {
+            return Err(DecodeError::at(
+                HEADER_LEN,
+                "no frequency message (system message 2)",
+            ));
+        }
+        Ok(r)
+    }
+
+    fn cut(&self, at: usize, what: &str) -> DecodeError {
+        DecodeError {
+            cut_short: true,
+            ..DecodeError::at(at, format!("{} cut short at offset {}", what, self.offset))
+        }
+    }
+
+    /// The next message's offset, ID and attribute bytes; None at the end of the file.
+    fn raw(&mut self) -> Result<Option<(usize, u16, Vec<u8>)>, DecodeError> {
+        let at = self.offset;
+        let read_err = |e: io::Error| DecodeError::at(at, format!("cannot read: {}", e));
+        let mut head = [0u8; 6];
+        let got = crate::read::read_up_to(&mut self.input, &mut head).map_err(read_err)?;
+        self.offset += got;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < head.len() {
+            return Err(self.cut(at, "message"));
+        }
+        let id = u16::from_le_bytes([head[0], head[1]]);
+        let len = u32::from_le_bytes(head[2..6].try_into().unwrap_or([0; 4])) as usize;
+        if len > MAX_MESSAGE {
+            return Err(DecodeError::at(
+                at,
+                format!("message {} says it is {} bytes long", id, len),
+            ));
+        }
+        let mut body = vec![0; len];
+        let got = crate::read::read_up_to(&mut self.input, &mut body).map_err(read_err)?;
+        self.offset += got;
+        if got < len {
+            return Err(self.cut(at, "message"));
+        }
+        Ok(Some((at, id, body)))
+    }
+
+    fn system(&mut self, at: usize, id: u16, body: &[u8]) -> Result<(), DecodeError> {
+        let long = |i: usize| {
+            body.get(i..i + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        match id {
+            SYSTEM_ENCODING => {
+                let name = body.split(|&b| b == 0).next().unwrap_or_default();
+                if !matches!(name, b"UTF-8" | b"UTF8" | b"utf-8" | b"utf8") {
+                    return Err(DecodeError::at(
+                        at,
+                        format!(
+                            "encoding {:?}: jlive reads UTF-8",
+                            String::from_utf8_lossy(name)
+                        ),
+                    ));
+                }
+            }
+            SYSTEM_FREQUENCY => {
+                let hz = long(0)
+                    .ok_or_else(|| DecodeError::at(at, "frequency message without its Long"))?;
+                let rate = hz / 1_000_000;
+                if rate == 0 || rate > u64::from(u32::MAX) {
+                    return Err(DecodeError::at(at, format!("tick frequency {} Hz", hz)));
+                }
+                self.info.ticks_per_microsecond = rate as u32;
+            }
+            SYSTEM_ORIGIN => {
+                let (Some(ticks), Some(ns)) = (long(0), long(8)) else {
+                    return Err(DecodeError::at(at, "origin message without its two Longs"));
+                };
+                self.info.origin_ticks = ticks;
+                self.info.origin_ns = ns;
+            }
+            // Another system message says nothing jlive needs.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The message `id` of `body`, read at `at`.
+fn message(at: usize, id: u16, body: &[u8]) -> Result<Message<'static>, DecodeError> {
+    let Some(element) = by_id(id) else {
+        return Err(DecodeError::at(at, format!("unknown message id {}", id)));
+    };
+    parse_message(element, body).map_err(|e| DecodeError::at(at, e))
+}
+
+impl<R: Read> EventReader for Reader<R> {
+    fn format(&self) -> Format {
+        Format::Tptp
+    }
+
+    fn info(&self) -> &TraceInfo {
+        &self.info
+    }
+
+    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let (at, m) = match self.pending.take() {
+                Some(p) => p,
+                None => match self.raw()? {
+                    Some((at, id, body)) => (at, message(at, id, &body)?),
+                    None => {
+                        self.ended = true;
+                        continue;
+                    }
+                },
+            };
+            self.translator
+                .push(at, false, &m, &mut self.info, &mut self.ready)?;
+        }
+    }
+
+    fn end(&mut self) -> Result<(), DecodeError> {
+        self.translator.end(self.offset, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast paths lay out the bytes the table gives for the same attributes.
+    #[test]
+    fn entries_and_exits_in_place_are_the_tables_messages() {
+        let entry = EntryMessage {
+            thread: 3,
+            ticks: 0x0102_0304_0506_0708,
+            method: 77,
+            ticket: 9,
+            object: 12,
+            class: 5,
+            depth: 4,
+        };
+        let exit = ExitMessage {
+            thread: 3,
+            ticks: u64::MAX - 1,
+            ticket: 9,
+            method: 77,
+            class: 5,
+        };
+        let mut fast = Encoder {
+            out: Vec::new(),
+            buf: Vec::new(),
+            bytes: 0,
+        };
+        fast.method_entry(&entry).unwrap();
+        fast.method_exit(&exit).unwrap();
+        let mut table = Vec::new();
+        put_message(&mut table, &entry.message());
+        put_message(&mut table, &exit.message());
+        assert_eq!(fast.buf, table);
+        assert_eq!(
+            parse_message(&METHOD_ENTRY, &table[6..84]).unwrap(),
+            entry.message()
+        );
+    }
+}
