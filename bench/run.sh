@@ -34,8 +34,8 @@ if [ "${HOLD:-1}" = 1 ] && [ -w "$reporting/min_free_ms" ] &&
 fi
 trap 'rm -rf "$work"; [ -z "$held" ] || echo "$held" >"$reporting/min_free_ms"' EXIT
 
-cargo build --release -q --workspace
-cargo build --release -q --example instrument
+# The examples too: the rewriter's (instrument) and the writer's (throughput).
+cargo build --release -q --workspace --examples
 lib=$PWD/target/release/libjlive.so
 "$JAVA_HOME/bin/javac" -d "$work" bench/CallBench.java bench/FloorBench.java
 for c in empty_agent floor_natives; do
@@ -82,7 +82,7 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 # minutes on a shared VM) fall on every setup alike and the ratios of one run stay honest.
 declare -A cb
 started=$(cpu_times)
-setups=(none empty floor events bci paused)
+setups=(none empty floor events bci paused tptp bcinull tptpnull)
 [ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
 for _ in $(seq "$runs"); do
     for s in "${setups[@]}"; do
@@ -93,6 +93,9 @@ for _ in $(seq "$runs"); do
         events) v=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc") ;;
         bci) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
         paused) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc") ;;
+        tptp) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,format=tptp,file=$work/cb.trc") ;;
+        bcinull) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=/dev/null") ;;
+        tptpnull) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,format=tptp,file=/dev/null") ;;
         jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
         bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
         esac
@@ -111,11 +114,13 @@ row "JNI native + rdtsc + TLS store (the floor)" "$floor"
 row "jlive capture=events" "$events"
 row "jlive capture=bci" "$bci"
 row "jlive capture=bci, paused (gate shut)" "$paused"
+row "jlive capture=bci, format=tptp" "$tptp"
+row "jlive capture=bci, to /dev/null" "$bcinull"
+row "jlive capture=bci, format=tptp, to /dev/null" "$tptpnull"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
 [ -n "$bci25" ] && row "JDK 25 jlive capture=bci" "$bci25"
-echo "anchors (DESIGN.md): empty callbacks 1012 ns/iter, C JinsightLive agent 1380, JFR 1611,"
-echo "  JNI native + rdtsc + TLS store 80; targets: bci <= 40 ns/call and >= 10x cheaper than events"
-echo "bci / floor: $(ratio "$bci" "$floor")x (target 40/27 = 1.5x); events / bci: $(ratio "$events" "$bci")x (target 10x)"
+echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x"
+echo "format=tptp / binary: $(ratio "$tptp" "$bci")x to a file, $(ratio "$tptpnull" "$bcinull")x to /dev/null (a TPTP call is 169 bytes, a JinsightLive one 44)"
 # What the floor allows on this machine: a JNI-trampoline tracer records each call with at
 # least the floor's two natives, so no capture of that kind gets under it.
 floor_call=$(echo "$floor / 3" | bc -l)
@@ -135,8 +140,14 @@ if [ -f "$jar" ]; then
 fi
 echo
 
-echo "== writer throughput (synthetic entries and exits, 4 threads)"
-target/release/examples/throughput 50000000 "$work/throughput.trc"
+echo "== writer throughput (synthetic entries and exits, 4 threads), each format, to a file and to /dev/null"
+for f in binary tptp; do
+    sync
+    target/release/examples/throughput 50000000 "$work/throughput.out" "$f"
+    target/release/examples/throughput 50000000 /dev/null "$f"
+done
+sync
+target/release/examples/throughput 10000000 "$work/throughput.out" tptp-xml
 echo
 
 [ "${APPS:-1}" = 0 ] && exit 0

@@ -617,6 +617,17 @@ fn check_rejects_truncated_flipped_and_empty_files_of_every_format() {
                 let deeper = bad[at - 1].replace("stackDepth=\"1\"", "stackDepth=\"2\"");
                 bad[at - 1] = &deeper;
                 assert_eq!(check(bad.join("\n").as_bytes()).unwrap_err().line, Some(at));
+                // A burst of an agent no agentCreate defined.
+                let start = lines
+                    .iter()
+                    .position(|l| l.starts_with("<traceStart"))
+                    .unwrap();
+                let mut bad = lines.clone();
+                let stranger = bad[start].replacen("agentIdRef=\"", "agentIdRef=\"0", 1);
+                bad[start] = &stranger;
+                let e = check(bad.join("\n").as_bytes()).unwrap_err();
+                assert_eq!(e.line, Some(start + 1), "{}", e);
+                assert!(e.message.contains("agentIdRef"), "{}", e);
                 let without_root_end = lines[..lines.len() - 1].join("\n");
                 let e = check(without_root_end.as_bytes()).unwrap_err();
                 assert!(e.message.contains("</TRACE>"), "{}", e);

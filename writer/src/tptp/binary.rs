@@ -285,7 +285,7 @@ impl<R: Read> Reader<R> {
                 continue;
             }
             let m = message(at, id, &body)?;
-            if !r.translator.describe(&m, &mut r.info) {
+            if !r.translator.describe(at, false, &m, &mut r.info)? {
                 r.pending = Some((at, m));
                 break;
             }

@@ -26,6 +26,12 @@ pub struct Translator {
     destroyed: Option<usize>,
     /// Whether a message other than those that open a file has been read.
     started: bool,
+    /// The IDs of the node, the process, the agent and the open burst, which later messages
+    /// refer to.
+    node: String,
+    process: String,
+    agent: String,
+    trace: String,
 }
 
 /// A failure at position `at` (a byte offset, or a line when `line` is set).
@@ -37,25 +43,58 @@ pub fn fail<T>(at: usize, line: bool, message: String) -> Result<T, DecodeError>
     Err(e)
 }
 
+/// Fails unless attribute `name` of `m` names `defined`, the ID an earlier message defined.
+fn refers(
+    at: usize,
+    line: bool,
+    m: &Message,
+    name: &str,
+    defined: &str,
+) -> Result<(), DecodeError> {
+    let value = m.text(name);
+    if value == defined && !value.is_empty() {
+        return Ok(());
+    }
+    fail(
+        at,
+        line,
+        format!(
+            "{}'s {} {:?} is not the ID defined before it ({:?})",
+            m.element.name, name, value, defined
+        ),
+    )
+}
+
 impl Translator {
-    /// Whether `m` is one of the messages that open a file, and if so takes what it says of
-    /// the run into `info`.
-    pub fn describe(&self, m: &Message, info: &mut TraceInfo) -> bool {
+    /// Whether `m`, read at `at`, is one of the messages that open a file, and if so takes
+    /// what it says of the run into `info`.
+    pub fn describe(
+        &mut self,
+        at: usize,
+        line: bool,
+        m: &Message,
+        info: &mut TraceInfo,
+    ) -> Result<bool, DecodeError> {
         if self.started {
-            return false;
+            return Ok(false);
         }
         let e = m.element;
         if e == &NODE {
             info.host = m.text("hostname").to_string();
             info.start_ticks = m.get("time");
+            self.node = m.text("nodeId").to_string();
         } else if e == &PROCESS_CREATE {
+            refers(at, line, m, "nodeIdRef", &self.node)?;
             info.pid = m.get("pid") as u32;
+            self.process = m.text("processId").to_string();
         } else if e == &AGENT_CREATE {
+            refers(at, line, m, "processIdRef", &self.process)?;
             info.options = m.text("agentParameters").to_string();
+            self.agent = m.text("agentId").to_string();
         } else {
-            return e == &OPTION || e == &FILTER;
+            return Ok(e == &OPTION || e == &FILTER);
         }
-        true
+        Ok(true)
     }
 
     /// Translates one message read at `at` (`line`: a line number), appending what it makes
@@ -75,7 +114,7 @@ impl Translator {
                 format!("{} after agentDestroy (at {})", m.element.name, destroyed),
             );
         }
-        if self.describe(m, info) {
+        if self.describe(at, line, m, info)? {
             return Ok(());
         }
         self.started = true;
@@ -98,7 +137,7 @@ impl Translator {
         let ticks = m.get("time");
         let thread = m.get("threadIdRef") as u32;
         let event = if e == &METHOD_ENTRY {
-            let method = self.method(at, line, m.get("methodIdRef"))?;
+            let method = self.method(at, line, m)?;
             let depth = m.get("stackDepth") as u32;
             self.depths.insert(thread, depth);
             Event::MethodEnter(Enter {
@@ -113,7 +152,7 @@ impl Translator {
                 ticket: m.get("ticket") as u32,
             })
         } else if e == &METHOD_EXIT {
-            let method = self.method(at, line, m.get("methodIdRef"))?;
+            let method = self.method(at, line, m)?;
             let depth = self.depths.get(&thread).copied().unwrap_or(0);
             self.depths.insert(thread, depth.saturating_sub(1));
             Event::MethodLeave(Leave {
@@ -148,6 +187,8 @@ impl Translator {
             }
             Event::ClassDefine(Box::new(c))
         } else if e == &TRACE_START {
+            refers(at, line, m, "agentIdRef", &self.agent)?;
+            self.trace = m.text("traceId").to_string();
             self.bursts += 1;
             self.depths.clear();
             Event::BurstBegin {
@@ -155,6 +196,9 @@ impl Translator {
                 burst: self.bursts,
             }
         } else if e == &TRACE_END {
+            if !m.text("traceIdRef").is_empty() {
+                refers(at, line, m, "traceIdRef", &self.trace)?;
+            }
             Event::BurstEnd {
                 ticks,
                 burst: self.bursts,
@@ -202,6 +246,7 @@ impl Translator {
                 text: m.text("text").to_string(),
             }
         } else if e == &AGENT_DESTROY {
+            refers(at, line, m, "agentIdRef", &self.agent)?;
             self.destroyed = Some(at);
             info.end_ticks = Some(ticks);
             return Ok(());
@@ -241,9 +286,21 @@ impl Translator {
         }
     }
 
-    fn method(&self, at: usize, line: bool, id: u64) -> Result<MethodId, DecodeError> {
+    /// The method of a methodEntry or methodExit, which must be of its `classIdRef`.
+    fn method(&self, at: usize, line: bool, m: &Message) -> Result<MethodId, DecodeError> {
+        let id = m.get("methodIdRef");
         match self.methods.get(&id) {
-            Some(&m) => Ok(m),
+            Some(&method) if u64::from(method.class) == m.get("classIdRef") => Ok(method),
+            Some(method) => fail(
+                at,
+                line,
+                format!(
+                    "method {} is of class {}, not of classIdRef {}",
+                    id,
+                    method.class,
+                    m.get("classIdRef")
+                ),
+            ),
             None => fail(at, line, format!("method {} used before it is defined", id)),
         }
     }

@@ -322,7 +322,7 @@ impl<R: Read> Reader<R> {
             );
         }
         while let Line::Element(at, m) = r.next_line()? {
-            if !r.translator.describe(&m, &mut r.info) {
+            if !r.translator.describe(at, true, &m, &mut r.info)? {
                 r.pending = Some((at, m));
                 break;
             }
