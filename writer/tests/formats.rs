@@ -1013,3 +1013,16 @@ fn dump_lines_keep_their_format() {
         "5 METHOD_ENTER thread=9 class#77.method#3 depth=4 object=12"
     );
 }
+
+/// The JinsightLive bytes of the fib records are those the writer wrote before the model
+/// existed (writer/src/session.rs of aeb5782, run on the same records: 8,327 bytes of this
+/// FNV-1a hash). Any change to a byte of JinsightLive output shows here.
+#[test]
+fn jinsight_bytes_are_those_of_the_writer_before_the_model() {
+    let data = fib_trace(Format::Jinsight);
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in &data {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    assert_eq!((data.len(), hash), (8327, 0x7dfd_d50f_b8e3_1ebb));
+}
