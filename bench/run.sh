@@ -34,6 +34,7 @@ if [ "${HOLD:-1}" = 1 ] && [ -w "$reporting/min_free_ms" ] &&
 fi
 trap 'rm -rf "$work"; [ -z "$held" ] || echo "$held" >"$reporting/min_free_ms"' EXIT
 
+cargo build --release -q --workspace
 # The examples too: the rewriter's (instrument) and the writer's (throughput).
 cargo build --release -q --workspace --examples
 lib=$PWD/target/release/libjlive.so
