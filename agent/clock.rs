@@ -5,7 +5,7 @@
 //! each tick to the STORE CLOCK value of its moment (`jlive_writer::stck`).
 
 use crate::options::Clock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -13,6 +13,8 @@ static USE_TSC: AtomicBool = AtomicBool::new(false);
 /// s390x with clock=stck: the counter is STCKF.
 static USE_STCK: AtomicBool = AtomicBool::new(false);
 static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
+/// The start-up calibration in ticks per second, unrounded.
+static CALIBRATED_HZ: AtomicU64 = AtomicU64::new(0);
 
 /// Which counter `ticks()` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,14 +104,16 @@ pub fn start(clock: Clock) -> (Source, u32) {
     };
     USE_TSC.store(source == Source::Tsc, Ordering::Relaxed);
     USE_STCK.store(source == Source::Stck, Ordering::Relaxed);
-    if source == Source::Stck {
-        let _ = ORIGIN.set(pair());
-        return (source, jlive_writer::stck::TICKS_PER_MICROSECOND);
-    }
     let origin = pair();
     let _ = ORIGIN.set(origin);
-    if source == Source::Monotonic {
-        return (source, 1000);
+    let fixed = match source {
+        Source::Stck => Some(jlive_writer::stck::TICKS_PER_MICROSECOND),
+        Source::Monotonic => Some(1000),
+        Source::Tsc => None,
+    };
+    if let Some(rate) = fixed {
+        CALIBRATED_HZ.store(u64::from(rate) * 1_000_000, Ordering::Relaxed);
+        return (source, rate);
     }
     // Each end of the window is known to within a few tens of nanoseconds (the tightest of
     // five pairs), so 2 ms gives the rate to ~0.001%, well inside the 0.1% DESIGN.md asks and
@@ -117,7 +121,15 @@ pub fn start(clock: Clock) -> (Source, u32) {
     // measured over the whole run when it is closed (`refined_rate`). Every millisecond here
     // is a millisecond added to the JVM's start-up.
     std::thread::sleep(CALIBRATION);
+    let hz = hz_over(origin, CALIBRATION).unwrap_or(1e9);
+    CALIBRATED_HZ.store(hz as u64, Ordering::Relaxed);
     (source, rate_over(origin, CALIBRATION).unwrap_or(1000))
+}
+
+/// The start-up calibration in ticks per second, not rounded to whole ticks per microsecond
+/// (what maps the TSC to STORE CLOCK values).
+pub fn ticks_per_second() -> u64 {
+    CALIBRATED_HZ.load(Ordering::Relaxed).max(1)
 }
 
 /// The rate measured from start-up until now (None if under 10 ms have passed).
@@ -131,16 +143,21 @@ pub fn refined_rate() -> Option<u32> {
     rate_over(*ORIGIN.get()?, Duration::from_millis(10))
 }
 
-/// The rate from `origin` until now, if at least `least` has passed.
+/// The rate in ticks per microsecond from `origin` until now, if at least `least` has passed.
 fn rate_over(origin: (u64, u64), least: Duration) -> Option<u32> {
+    let rate = (hz_over(origin, least)? / 1e6).round();
+    (rate >= 1.0 && rate < u32::MAX as f64).then_some(rate as u32)
+}
+
+/// The rate in ticks per second from `origin` until now, if at least `least` has passed.
+fn hz_over(origin: (u64, u64), least: Duration) -> Option<f64> {
     let now = pair();
     let ns = now.1.checked_sub(origin.1)?;
     if u128::from(ns) < least.as_nanos() {
         return None;
     }
     let ticks = now.0.checked_sub(origin.0)? as f64;
-    let rate = (ticks * 1000.0 / ns as f64).round();
-    (rate >= 1.0 && rate < u32::MAX as f64).then_some(rate as u32)
+    Some(ticks * 1e9 / ns as f64)
 }
 
 /// A tick count and the wall-clock time at it (nanoseconds since 1970): how a format that

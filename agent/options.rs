@@ -508,6 +508,15 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// An option string with the value of `token=` hidden: what a trace file may say of it.
+pub fn redacted(text: &str) -> String {
+    let items = text.split(',').map(|item| match item.split_once('=') {
+        Some((key, _)) if key.trim() == "token" => format!("{}=***", key),
+        _ => item.to_string(),
+    });
+    items.collect::<Vec<_>>().join(",")
+}
+
 /// Seconds since the epoch as UTC `YYYYMMDDTHHMMSS`.
 pub fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -644,6 +653,15 @@ mod tests {
         assert!(!inlinable("start=paused,inline=on,inline=auto,start=now"));
         let e = Options::parse("inline=yes").unwrap_err().0;
         assert!(e.ends_with("accepted auto, on, off"), "{}", e);
+    }
+
+    #[test]
+    fn the_token_is_not_written_into_traces() {
+        assert_eq!(
+            redacted("format=tptp,token=s3cret,control=tcp:0.0.0.0:7070"),
+            "format=tptp,token=***,control=tcp:0.0.0.0:7070"
+        );
+        assert_eq!(redacted("file=a.trc"), "file=a.trc");
     }
 
     #[test]

@@ -194,7 +194,11 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         registry.keep_line_numbers();
     }
     let stck = (options.clock() == Clock::Stck && source != clock::Source::Stck)
-        .then(|| Stck::new(origin_ticks, origin_ns, rate));
+        .then(|| Stck::new(origin_ticks, origin_ns, clock::ticks_per_second()));
+    let written = match stck {
+        Some(_) => ", written as STORE CLOCK values",
+        None => "",
+    };
     let files = Files {
         options: options.clone(),
         run: TraceInfo {
@@ -202,7 +206,8 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
             origin_ns,
             pid: std::process::id(),
             host: crate::ffi::os::hostname(),
-            options: text.to_string(),
+            // The file says how the run was traced, but not the control socket's secret.
+            options: crate::options::redacted(text),
             ..TraceInfo::default()
         },
         stck,
@@ -227,8 +232,8 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     };
     let writer = with_sink(&options.formats, format_options, start)?;
     log::info(&format!(
-        "tracing to {} (clock {:?}, {} ticks/us)",
-        path, source, rate
+        "tracing to {} (clock {:?}, {} ticks/us{})",
+        path, source, rate, written
     ));
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
     let hub = Hub::new(messages, pool_in, options.buffer, overhead);

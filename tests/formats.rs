@@ -187,6 +187,30 @@ fn the_390_platforms_tick_in_store_clock_values() {
             ns,
             before
         );
+        // Timing measures the time between its marks itself: the ticks say the same.
+        let measured_us: f64 = run
+            .stderr
+            .trim()
+            .strip_prefix("elapsed_us=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("Timing said {:?}", run.stderr));
+        let entry = |name: &str| {
+            let found = trace.events.iter().find_map(|(_, e)| match e {
+                Event::MethodEnter(e) if trace.method_name(e.method) == name => Some(e.ticks),
+                _ => None,
+            });
+            found.unwrap_or_else(|| panic!("no entry of {}", name))
+        };
+        let ticks = entry("Timing.markB") - entry("Timing.markA");
+        let traced_us = ticks as f64 / f64::from(trace.info.ticks_per_microsecond);
+        let error = (traced_us - measured_us).abs() / measured_us;
+        assert!(
+            error < 0.01,
+            "{:?}: the trace says {:.0} us, the program measured {:.0} us",
+            format,
+            traced_us,
+            measured_us
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -116,11 +116,18 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
             .find_map(|o| o.strip_prefix(&prefix));
         found.map(str::to_string)
     };
-    // The agent checks the format names; unknown ones here count as binary.
-    let formats: Vec<Format> = match option("format") {
-        Some(f) => f.split(';').filter_map(Format::parse).collect(),
-        None => vec![Format::Jinsight],
-    };
+    // Each format once, as the agent takes them; a name it rejects stops the JVM, and the
+    // demo says so before it looks for a file.
+    let mut formats: Vec<Format> = Vec::new();
+    let named = option("format").unwrap_or_default();
+    for format in named.split(';').filter_map(|f| Format::parse(f.trim())) {
+        if !formats.contains(&format) {
+            formats.push(format);
+        }
+    }
+    if formats.is_empty() {
+        formats.push(Format::Jinsight);
+    }
     let file = match option("file") {
         Some(f) => f,
         None => {
@@ -159,14 +166,7 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
     if !status.success() {
         return Err(format!("the demo program failed ({})", status));
     }
-    let files = paths(
-        if formats.is_empty() {
-            &[Format::Jinsight]
-        } else {
-            &formats
-        },
-        &file,
-    );
+    let files = paths(&formats, &file);
     for (i, (_, trace)) in files.iter().enumerate() {
         let data = std::fs::read(trace).map_err(|e| format!("cannot read {}: {}", trace, e))?;
         let checked = check(&data).map_err(|e| format!("{} does not check: {}", trace, e))?;

@@ -97,8 +97,9 @@ fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
     let mut out = std::io::BufWriter::new(out.lock());
     let _ = writeln!(
         out,
-        "{} ticksPerMicrosecond={} startTicks={} pid={} host={:?} options={:?}",
+        "{} {} ticksPerMicrosecond={} startTicks={} pid={} host={:?} options={:?}",
         events.format().name(),
+        events.header(),
         info.ticks_per_microsecond,
         info.start_ticks,
         info.pid,
@@ -204,7 +205,7 @@ fn stats(args: &[String]) -> Result<u8, String> {
     let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     print!("{}", stats.report(top));
     if let Some(at) = cut_at {
-        let rest = match Format::of_path(path) {
+        let rest = match stats.format {
             Some(f) if f.is_text() => "the last line is left out".to_string(),
             _ => format!(
                 "the {} bytes from there are left out",

@@ -5,8 +5,9 @@
 //!
 //! As model events: every event but VM start and end inside a burst; threads, classes and
 //! objects defined once, before use (a class after its superclass and interfaces); each method
-//! index within its class; a leave closes the thread's top frame of this burst, at the depth
-//! and with the ticket of its entry; ticks never decrease on one thread.
+//! index within its class; an entry's ticket is its thread's next; a leave closes the
+//! thread's top frame of this burst, at the depth and with the ticket of its entry; ticks
+//! never decrease on one thread.
 
 use crate::format::Format;
 use crate::model::*;
@@ -32,12 +33,9 @@ pub fn check(data: &[u8]) -> Result<CheckSummary, DecodeError> {
 }
 
 /// Checks a file of any format, read a chunk at a time.
-pub fn check_reader(mut reader: impl Read) -> Result<CheckSummary, DecodeError> {
-    let mut prefix = [0u8; 8];
-    let got = read::read_up_to(&mut reader, &mut prefix)
-        .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
-    let whole = std::io::Cursor::new(prefix[..got].to_vec()).chain(reader);
-    if Format::detect(&prefix[..got]) == Some(Format::Jinsight) {
+pub fn check_reader(reader: impl Read) -> Result<CheckSummary, DecodeError> {
+    let (format, whole) = read::sniff(reader)?;
+    if format == Format::Jinsight {
         return crate::jinsight::check::check_reader(whole);
     }
     let mut events = read::open(whole)?;
@@ -59,6 +57,8 @@ pub struct Checker {
     objects: HashSet<ObjectId>,
     /// Each thread's open frames in this burst: (method, ticket).
     stacks: HashMap<ThreadId, Vec<(MethodId, u32)>>,
+    /// Each thread's last ticket: its entries in the file.
+    tickets: HashMap<ThreadId, u32>,
     last_ticks: HashMap<ThreadId, u64>,
     in_burst: bool,
     summary: CheckSummary,
@@ -74,11 +74,7 @@ impl Checker {
 
     /// An error at position `at`: a byte offset, or a line in a text format.
     pub fn fail<T>(&self, at: usize, message: String) -> Result<T, DecodeError> {
-        let mut e = DecodeError::at(at, message);
-        if self.format.is_some_and(|f| f.is_text()) {
-            e.line = Some(at);
-        }
-        Err(e)
+        read::fail(at, self.format.is_some_and(|f| f.is_text()), message)
     }
 
     /// The summary, once every event has been checked.
@@ -199,6 +195,15 @@ impl Checker {
                     );
                 }
                 stack.push((e.method, e.ticket));
+                let last = self.tickets.entry(e.thread).or_insert(0);
+                if e.ticket != last.wrapping_add(1) {
+                    let message = format!(
+                        "entry with ticket {} on thread {}, whose last was {}",
+                        e.ticket, e.thread, last
+                    );
+                    return self.fail(at, message);
+                }
+                *last = e.ticket;
             }
             Event::MethodLeave(l) => {
                 let stack = self.stacks.entry(l.thread).or_default();

@@ -122,21 +122,16 @@ impl FormatSink {
         info: &TraceInfo,
         options: FormatOptions,
     ) -> io::Result<FormatSink> {
-        let file = File::create(path)?;
+        let formats = [format];
         Ok(match format {
             Format::Jinsight if big_endian(options.platform) => {
-                FormatSink::JinsightBig(JinsightSink::new(file, info, options.platform)?)
+                FormatSink::JinsightBig(OpenSink::open(&formats, path, info, options)?)
             }
             Format::Jinsight => {
-                FormatSink::Jinsight(JinsightSink::new(file, info, options.platform)?)
+                FormatSink::Jinsight(OpenSink::open(&formats, path, info, options)?)
             }
-            Format::Tptp => FormatSink::Tptp(TptpSink::new(
-                tptp::binary::Encoder::new(file, info)?,
-                info,
-            )?),
-            Format::TptpXml => {
-                FormatSink::TptpXml(TptpSink::new(tptp::xml::Encoder::new(file, info)?, info)?)
-            }
+            Format::Tptp => FormatSink::Tptp(OpenSink::open(&formats, path, info, options)?),
+            Format::TptpXml => FormatSink::TptpXml(OpenSink::open(&formats, path, info, options)?),
         })
     }
 }

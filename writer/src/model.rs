@@ -57,6 +57,14 @@ impl TraceInfo {
     }
 }
 
+/// JVM access flags the formats look at.
+pub mod access {
+    pub const STATIC: u16 = 0x0008;
+    pub const SYNCHRONIZED: u16 = 0x0020;
+    pub const NATIVE: u16 = 0x0100;
+    pub const ABSTRACT: u16 = 0x0400;
+}
+
 /// A line-number table entry: the line of the code from bytecode index `start` on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Line {
@@ -125,6 +133,16 @@ pub enum Element {
     Class(ClassId),
 }
 
+impl Element {
+    /// The JVM descriptor of a primitive element (None for references).
+    pub fn descriptor(self) -> Option<u8> {
+        match self {
+            Element::Primitive(d) => Some(d),
+            Element::Class(_) => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArrayDef {
     pub length: u32,
@@ -148,7 +166,8 @@ pub struct Enter {
     pub method: MethodId,
     /// The receiver, or [`NO_OBJECT`].
     pub object: ObjectId,
-    /// The thread's frames open in this burst, this one included (1 for the outermost).
+    /// The thread's frames open in this burst, this one included (1 for the outermost); with
+    /// `methods=entry`, where nothing is left, its entries in the burst.
     pub depth: u32,
     /// The thread's entries in this file, this one included: pairs a leave with its entry.
     pub ticket: u32,
@@ -310,8 +329,8 @@ impl Event {
     }
 }
 
-/// How a file ends: the tick rate measured over the whole run, when the format can still
-/// write it (JinsightLive patches its header), and the figures of the resolver.
+/// How a file ends: its last tick, and the tick rate measured over the whole run, when the
+/// format can still write it (JinsightLive patches its header).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ending {
     pub ticks: u64,

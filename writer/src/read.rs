@@ -31,6 +31,14 @@ impl DecodeError {
         }
     }
 
+    /// An error at a position: a byte offset, or a line of a text format (`text`).
+    pub fn at_position(at: usize, text: bool, message: impl Into<String>) -> DecodeError {
+        DecodeError {
+            line: text.then_some(at),
+            ..DecodeError::at(at, message)
+        }
+    }
+
     /// "offset N", or "line N" in a text format.
     pub fn position(&self) -> String {
         match self.line {
@@ -38,6 +46,11 @@ impl DecodeError {
             None => format!("offset {}", self.offset),
         }
     }
+}
+
+/// An [`Err`] at a position ([`DecodeError::at_position`]).
+pub fn fail<T>(at: usize, text: bool, message: impl Into<String>) -> Result<T, DecodeError> {
+    Err(DecodeError::at_position(at, text, message))
 }
 
 impl fmt::Display for DecodeError {
@@ -61,29 +74,43 @@ pub trait EventReader {
     fn end(&mut self) -> Result<(), DecodeError> {
         Ok(())
     }
+    /// What the file's header says beyond [`EventReader::info`], for `jlive dump`.
+    fn header(&self) -> String {
+        String::new()
+    }
 }
 
-/// Opens a trace of any format jlive writes, found by its first bytes.
-pub fn open<'a>(mut reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, DecodeError> {
+/// The format of a file, found by its first bytes, and the whole file to read on.
+pub fn sniff<'a>(mut reader: impl Read + 'a) -> Result<(Format, impl Read + 'a), DecodeError> {
     let mut prefix = [0u8; 8];
     let got = read_up_to(&mut reader, &mut prefix)
         .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
-    let prefix = &prefix[..got];
-    // The bytes looked at go back in front of the rest.
-    let whole = std::io::Cursor::new(prefix.to_vec()).chain(reader);
-    match Format::detect(prefix) {
-        Some(Format::Jinsight) => Ok(Box::new(crate::jinsight::read::Reader::new(whole)?)),
-        Some(Format::Tptp) => Ok(Box::new(crate::tptp::binary::Reader::new(whole)?)),
-        Some(Format::TptpXml) => Ok(Box::new(crate::tptp::xml::Reader::new(whole)?)),
-        None if prefix.is_empty() => Err(DecodeError::at(0, "empty file: no trace header")),
-        None => Err(DecodeError::at(
+    let Some(format) = Format::detect(&prefix[..got]) else {
+        if got == 0 {
+            return Err(DecodeError::at(0, "empty file: no trace header"));
+        }
+        return Err(DecodeError::at(
             0,
             format!(
                 "not a trace jlive reads (it starts {:02x?}): JinsightLive starts with 'b', \
                  TPTP binary with 0TBF, TPTP XML with <?xml",
-                prefix
+                &prefix[..got]
             ),
-        )),
+        ));
+    };
+    // The bytes looked at go back in front of the rest.
+    Ok((
+        format,
+        std::io::Cursor::new(prefix[..got].to_vec()).chain(reader),
+    ))
+}
+
+/// Opens a trace of any format jlive writes, found by its first bytes.
+pub fn open<'a>(reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, DecodeError> {
+    match sniff(reader)? {
+        (Format::Jinsight, whole) => Ok(Box::new(crate::jinsight::read::Reader::new(whole)?)),
+        (Format::Tptp, whole) => Ok(Box::new(crate::tptp::binary::reader(whole)?)),
+        (Format::TptpXml, whole) => Ok(Box::new(crate::tptp::xml::reader(whole)?)),
     }
 }
 
@@ -125,20 +152,11 @@ impl Trace {
     pub fn read(reader: impl Read) -> Result<Trace, DecodeError> {
         let mut events = open(reader)?;
         let mut trace = Trace::empty(events.format(), events.info().clone());
-        loop {
-            match events.next_event() {
-                Ok(Some(e)) => {
-                    trace.learn(&e.1);
-                    trace.events.push(e);
-                }
-                Ok(None) => break,
-                Err(e) if e.cut_short => {
-                    trace.cut_at = Some(e.line.unwrap_or(e.offset));
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        trace.cut_at = each(&mut *events, |at, e| -> Result<(), DecodeError> {
+            trace.learn(&e);
+            trace.events.push((at, e));
+            Ok(())
+        })?;
         // Some formats say more about the run as they go (TPTP's closing messages).
         trace.info = events.info().clone();
         Ok(trace)
@@ -319,32 +337,56 @@ impl Trace {
     }
 }
 
+/// Hands every event of `events` to `f`, and says where the file was cut short: a last event
+/// the file ends inside of (a JVM killed while its trace was written) is left out, and its
+/// position returned; any other undecodable event is an error.
+pub fn each<E: From<DecodeError>>(
+    events: &mut dyn EventReader,
+    mut f: impl FnMut(usize, Event) -> Result<(), E>,
+) -> Result<Option<usize>, E> {
+    loop {
+        match events.next_event() {
+            Ok(Some((at, e))) => f(at, e)?,
+            Ok(None) => return Ok(None),
+            Err(e) if e.cut_short => return Ok(Some(e.line.unwrap_or(e.offset))),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Writes every event of `events` to `sink` and finishes it: `jlive convert`. The sink must
-/// have been opened with the reader's [`EventReader::info`]. A file cut short is converted up
-/// to its last whole event (its end then is that event's time).
+/// have been opened with the reader's [`EventReader::info`]. Each event is checked first
+/// ([`crate::check::Checker`]): what the sink writes is a trace, or nothing. A file cut short
+/// is converted up to its last whole event, and a burst it leaves open is ended there.
 pub fn copy(
     events: &mut dyn EventReader,
     sink: &mut impl Sink,
 ) -> Result<Option<usize>, CopyError> {
-    let mut last = 0;
-    let mut cut_at = None;
-    loop {
-        match events.next_event() {
-            Ok(Some((_, e))) => {
-                last = last.max(e.ticks());
-                sink.event(&e).map_err(CopyError::Write)?;
+    let mut checker = crate::check::Checker::new(events.format());
+    let (mut last, mut burst) = (0, None);
+    let limit = sink.max_classes();
+    let cut_at = each(events, |at, e| {
+        checker.event(at, &e)?;
+        match &e {
+            Event::ClassDefine(c) if c.id >= limit => {
+                return Err(CopyError::Write(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("class {}: the format names at most {} classes", c.id, limit),
+                )))
             }
-            Ok(None) => break,
-            Err(e) if e.cut_short => {
-                cut_at = Some(e.line.unwrap_or(e.offset));
-                break;
-            }
-            Err(e) => return Err(CopyError::Read(e)),
+            Event::BurstBegin { burst: b, .. } => burst = Some(*b),
+            Event::BurstEnd { .. } => burst = None,
+            _ => {}
         }
+        last = last.max(e.ticks());
+        sink.event(&e).map_err(CopyError::Write)
+    })?;
+    if let Some(burst) = burst {
+        let end = Event::BurstEnd { ticks: last, burst };
+        sink.event(&end).map_err(CopyError::Write)?;
     }
-    let info = events.info();
     let ending = Ending {
-        ticks: info.end_ticks.unwrap_or(last),
+        ticks: events.info().end_ticks.unwrap_or(last),
         ticks_per_microsecond: None,
     };
     sink.finish(&ending).map_err(CopyError::Write)?;
@@ -356,6 +398,12 @@ pub fn copy(
 pub enum CopyError {
     Read(DecodeError),
     Write(std::io::Error),
+}
+
+impl From<DecodeError> for CopyError {
+    fn from(e: DecodeError) -> CopyError {
+        CopyError::Read(e)
+    }
 }
 
 impl fmt::Display for CopyError {

@@ -73,21 +73,30 @@ struct ThreadState {
 }
 
 impl ThreadState {
-    /// Pushes the frame of an entry; for a traced method, returns its depth and ticket.
+    /// Counts an entry (a traced method goes one deeper and takes the next ticket) and, with
+    /// `frame`, pushes its frame; returns the depth and ticket.
     #[inline(always)]
-    fn push(&mut self, key: MethodKey, method: Option<MethodId>, overhead: u32) -> (u32, u32) {
-        let mut frame = Frame {
-            key,
-            method: Resolved::of(method),
-            overhead,
-            ticket: 0,
-        };
+    fn enter(
+        &mut self,
+        key: MethodKey,
+        method: Option<MethodId>,
+        overhead: u32,
+        frame: bool,
+    ) -> (u32, u32) {
+        let mut ticket = 0;
         if method.is_some() {
             self.depth += 1;
             self.tickets = self.tickets.wrapping_add(1);
-            frame.ticket = self.tickets;
+            ticket = self.tickets;
         }
-        self.frames.push(frame);
+        if frame {
+            self.frames.push(Frame {
+                key,
+                method: Resolved::of(method),
+                overhead,
+                ticket,
+            });
+        }
         (self.depth, self.tickets)
     }
 }
@@ -351,6 +360,20 @@ impl<S: Sink> Resolver<S> {
     /// sink's bytes. [`Resolver::record`] writes the same events for them, and handles
     /// everything else.
     fn common_run(&mut self, slots: &[Slot], overhead: u32) -> io::Result<usize> {
+        match self.config.stck {
+            None => self.common_run_in::<false>(slots, overhead),
+            Some(_) => self.common_run_in::<true>(slots, overhead),
+        }
+    }
+
+    /// [`Resolver::common_run`], `STCK` saying whether ticks and overheads are mapped to
+    /// STORE CLOCK values.
+    #[inline(always)]
+    fn common_run_in<const STCK: bool>(
+        &mut self,
+        slots: &[Slot],
+        overhead: u32,
+    ) -> io::Result<usize> {
         let state = &mut self.current.1;
         let Some(thread) = state.id else {
             return Ok(0);
@@ -358,7 +381,7 @@ impl<S: Sink> Resolver<S> {
         if self.config.entries_only {
             return Ok(0);
         }
-        let stck = self.config.stck.as_ref();
+        let stck = self.config.stck.unwrap_or(Stck::new(0, 0, 1_000_000));
         let mut last_ticks = self.last_ticks;
         // Kept in registers for the run, and stored once at its end: stored and loaded again
         // per call, a narrow store followed by a wide load of the pair stalled each entry.
@@ -367,10 +390,7 @@ impl<S: Sink> Resolver<S> {
         let mut result = Ok(());
         for s in slots {
             let key = MethodKey::from(s.key());
-            let ticks = match stck {
-                None => s.ticks,
-                Some(stck) => stck.of(s.ticks),
-            };
+            let ticks = if STCK { stck.of(s.ticks) } else { s.ticks };
             match s.form() {
                 FORM_ENTRY if s.arg == NO_OBJECT => {
                     let Some(&resolved) = self.dense.get(key as usize) else {
@@ -403,13 +423,14 @@ impl<S: Sink> Resolver<S> {
                     }
                     if let Some(frame) = state.frames.pop() {
                         if let Some(method) = frame.method.method() {
+                            let spent = u64::from(frame.overhead) + u64::from(overhead);
                             result = self.sink.leave(Leave {
                                 ticks,
                                 thread,
                                 method,
                                 depth,
                                 ticket: frame.ticket,
-                                overhead: u64::from(frame.overhead) + u64::from(overhead),
+                                overhead: if STCK { stck.span(spent) } else { spent },
                             });
                             depth -= 1;
                         }
@@ -491,16 +512,9 @@ impl<S: Sink> Resolver<S> {
     fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
         let target = self.method(r.key, r.ticks)?;
         let state = state_of(&mut self.current, &mut self.threads, thread);
-        let (depth, ticket) = if self.config.entries_only {
-            // No frames are kept and none is ever left: each traced entry goes one deeper.
-            if target.is_some() {
-                state.depth += 1;
-                state.tickets = state.tickets.wrapping_add(1);
-            }
-            (state.depth, state.tickets)
-        } else {
-            state.push(r.key, target, r.extra)
-        };
+        // With methods=entry no frames are kept and none is ever left.
+        let keep = !self.config.entries_only;
+        let (depth, ticket) = state.enter(r.key, target, r.extra, keep);
         let Some(method) = target else {
             return Ok(());
         };
@@ -563,13 +577,17 @@ impl<S: Sink> Resolver<S> {
                 break;
             };
             if let Some(method) = frame.method.method() {
+                let spent = u64::from(frame.overhead) + u64::from(r.extra);
                 self.sink.leave(Leave {
                     ticks: r.ticks,
                     thread: id,
                     method,
                     depth: state.depth,
                     ticket: frame.ticket,
-                    overhead: u64::from(frame.overhead) + u64::from(r.extra),
+                    overhead: match &self.config.stck {
+                        Some(stck) => stck.span(spent),
+                        None => spent,
+                    },
                 })?;
                 state.depth -= 1;
             }
@@ -1028,9 +1046,17 @@ mod tests {
     #[test]
     fn common_runs_write_what_record_by_record_writes() {
         let batches = batches();
-        for stck in [None, Some(Stck::new(5, 1_795_564_800_000_000_000, 2600))] {
+        for stck in [
+            None,
+            Some(Stck::new(5, 1_795_564_800_000_000_000, 2_600_000_000)),
+        ] {
             let by_record = resolve(&batches, true, stck);
             let by_batch = resolve(&batches, false, stck);
+            // Depths, tickets and frames as the model's rules have them.
+            let mut checker = crate::check::Checker::new(crate::format::Format::Tptp);
+            for (at, e) in by_record.iter().enumerate() {
+                checker.event(at, e).unwrap_or_else(|e| panic!("{}", e));
+            }
             let calls = by_record
                 .iter()
                 .filter(|e| matches!(e, Event::MethodEnter(_)))
@@ -1038,5 +1064,43 @@ mod tests {
             assert!(calls > 5_000, "{} calls", calls);
             assert!(by_batch == by_record, "stck {:?}: the events differ", stck);
         }
+    }
+
+    /// The JinsightLive file of these batches, in both byte orders, is the one the writer
+    /// before the model wrote (writer/src/session.rs of aeb5782 on the same batches:
+    /// 563,365 bytes of these FNV-1a hashes).
+    #[test]
+    fn jinsight_bytes_are_those_of_the_writer_before_the_model() {
+        use crate::jinsight::{JinsightSink, PLATFORM_LINUX_390, PLATFORM_LINUX_X86};
+        fn write<const BIG: bool>(platform: u32, batches: &[Batch]) -> Vec<u8> {
+            let info = TraceInfo {
+                ticks_per_microsecond: 1000,
+                ..TraceInfo::default()
+            };
+            let out = std::io::Cursor::new(Vec::new());
+            let sink = JinsightSink::<_, BIG>::new(out, &info, Some(platform)).unwrap();
+            let config = ResolverConfig {
+                filter: ClassFilter::new(&[], &["app/Skip".to_string()]),
+                ..ResolverConfig::default()
+            };
+            let mut s = Resolver::new(sink, Arc::new(Registry), config);
+            s.begin_burst(1).unwrap();
+            for b in batches {
+                s.batch(b).unwrap();
+            }
+            s.finish(Some(2500)).unwrap().0.into_inner().into_inner()
+        }
+        let fnv = |data: &[u8]| {
+            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+            for &b in data {
+                hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            (data.len(), hash)
+        };
+        let batches = batches();
+        let le = write::<false>(PLATFORM_LINUX_X86, &batches);
+        assert_eq!(fnv(&le), (563_365, 0x8220_9e57_8394_29a5));
+        let be = write::<true>(PLATFORM_LINUX_390, &batches);
+        assert_eq!(fnv(&be), (563_365, 0xb9b5_67ed_bea6_889e));
     }
 }

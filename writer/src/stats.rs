@@ -25,6 +25,8 @@ pub struct Stats {
     pub ticks_per_microsecond: u32,
     /// jlive's own notes in the trace (user events starting with "jlive:").
     pub notes: Vec<String>,
+    /// The format the trace was read in.
+    pub format: Option<crate::format::Format>,
 }
 
 struct Open {
@@ -44,8 +46,9 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, e: &Event) {
-        // VM start and end are in no JinsightLive file: what every format carries is counted,
-        // so that a run gives the same figures in each.
+        // VM start and end are in no JinsightLive file: what JinsightLive carries is counted,
+        // so that a run gives the same figures in each format (but for thread starts: TPTP
+        // says every thread started when it was defined).
         if !e.is_lifecycle() {
             *self.stats.by_type.entry(e.name()).or_insert(0) += 1;
         }
@@ -90,6 +93,7 @@ impl Tally {
             ..
         } = self;
         stats.ticks_per_microsecond = names.info.ticks_per_microsecond;
+        stats.format = Some(names.format);
         let mut threads: Vec<(ThreadId, String, u64)> = names
             .threads
             .values()
@@ -136,20 +140,11 @@ impl Stats {
         let mut events = read::open(reader)?;
         let mut names = Trace::empty(events.format(), events.info().clone());
         let mut tally = Tally::default();
-        loop {
-            match events.next_event() {
-                Ok(Some((_, e))) => {
-                    names.learn(&e);
-                    tally.add(&e);
-                }
-                Ok(None) => break,
-                Err(e) if e.cut_short => {
-                    names.cut_at = Some(e.line.unwrap_or(e.offset));
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        names.cut_at = read::each(&mut *events, |_, e| -> Result<(), DecodeError> {
+            names.learn(&e);
+            tally.add(&e);
+            Ok(())
+        })?;
         names.info = events.info().clone();
         Ok((tally.finish(&names), names.cut_at))
     }

@@ -32,13 +32,13 @@ pub struct Stck {
 
 impl Stck {
     /// `origin_ticks` was the counter at `origin_ns` (since 1970); it counts
-    /// `ticks_per_microsecond`.
-    pub fn new(origin_ticks: u64, origin_ns: u64, ticks_per_microsecond: u32) -> Stck {
+    /// `ticks_per_second`.
+    pub fn new(origin_ticks: u64, origin_ns: u64, ticks_per_second: u64) -> Stck {
+        let units_per_second = u128::from(TICKS_PER_MICROSECOND) * 1_000_000;
         Stck {
             origin_ticks,
             origin: of_unix_ns(origin_ns),
-            per_tick: (u64::from(TICKS_PER_MICROSECOND) << 32)
-                / u64::from(ticks_per_microsecond.max(1)),
+            per_tick: ((units_per_second << 32) / u128::from(ticks_per_second.max(1))) as u64,
         }
     }
 
@@ -47,6 +47,12 @@ impl Stck {
     pub fn of(&self, ticks: u64) -> u64 {
         let delta = i128::from(ticks.wrapping_sub(self.origin_ticks) as i64);
         (i128::from(self.origin) + ((delta * i128::from(self.per_tick)) >> 32)) as u64
+    }
+
+    /// A span of `ticks` in STORE CLOCK units (the agent's overhead of a call).
+    #[inline(always)]
+    pub fn span(&self, ticks: u64) -> u64 {
+        ((u128::from(ticks) * u128::from(self.per_tick)) >> 32) as u64
     }
 
     /// A file's description with its ticks in STORE CLOCK values.
@@ -76,12 +82,14 @@ mod tests {
         );
         // Bit 51 is one microsecond.
         assert_eq!(of_unix_ns(1_000) - of_unix_ns(0), 1 << 12);
-        // A TSC of 2,600 ticks per microsecond: 2.6 million ticks later is one second later.
-        let s = Stck::new(1_000_000, unix * 1_000_000_000, 2600);
+        // A TSC of 2,600 ticks per microsecond: 2.6 billion ticks later is one second later.
+        let s = Stck::new(1_000_000, unix * 1_000_000_000, 2_600_000_000);
         assert_eq!(s.of(1_000_000), of_unix_ns(unix * 1_000_000_000));
         let second = s.of(1_000_000 + 2_600_000_000) - s.of(1_000_000);
         assert!((second as i64 - 4_096_000_000).abs() <= 1, "{}", second);
         // Before the origin, too (a file opened before the origin was read).
         assert_eq!(s.of(1_000_000 - 2600), s.of(1_000_000) - 4096);
+        // A span: 2.6 million ticks are a millisecond (to a unit: the factor is 32.32 bits).
+        assert!((s.span(2_600_000) as i64 - 4_096_000).abs() <= 1);
     }
 }

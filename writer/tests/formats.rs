@@ -946,7 +946,7 @@ fn thread_cpu_time() -> f64 {
 #[test]
 fn store_clock_ticks_count_from_1900_at_4096_per_microsecond() {
     let origin_ns = 1_795_564_800_000_000_000; // 2026-11-25T00:00:00Z
-    let stck = jlive_writer::stck::Stck::new(0, origin_ns, 1000);
+    let stck = jlive_writer::stck::Stck::new(0, origin_ns, 1_000_000_000);
     let info = stck.info(&TraceInfo {
         origin_ns,
         ..info()
@@ -1025,4 +1025,135 @@ fn jinsight_bytes_are_those_of_the_writer_before_the_model() {
         hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     assert_eq!((data.len(), hash), (8327, 0x7dfd_d50f_b8e3_1ebb));
+}
+
+/// A file cut short converts up to its cut: the burst it leaves open is ended there, and the
+/// result is a trace that checks, in every format from every format.
+#[test]
+fn a_file_cut_short_converts_to_a_trace_that_checks() {
+    for from in Format::ALL {
+        let data = fib_trace(from);
+        let cut = &data[..data.len() * 2 / 3];
+        for to in Format::ALL {
+            let converted = convert(cut, to);
+            check(&converted).unwrap_or_else(|e| panic!("{:?} to {:?}: {}", from, to, e));
+            let stats = Stats::of(&decode(&converted));
+            assert_eq!(
+                stats.by_type.get("BURST_END"),
+                Some(&1),
+                "{:?} to {:?}",
+                from,
+                to
+            );
+        }
+    }
+}
+
+/// The writer before the model put a thread's definition between an object's and its
+/// creation when the allocation was the thread's first event: such a file still checks, and
+/// reads as the thread and then the allocation.
+#[test]
+fn an_old_files_thread_defined_inside_an_allocation_reads_as_one_allocation() {
+    use jinsight::Event as J;
+    let header = jinsight::sink::header(&info(), None);
+    let mut e = jinsight::Encoder::new(Cursor::new(Vec::new()), &header).unwrap();
+    let class = |id: u16, name: &str, superclass: u16| {
+        let load = jinsight::ClassLoad {
+            ticks: 1,
+            class: id,
+            name: name.into(),
+            superclass,
+            ..Default::default()
+        };
+        [
+            J::ClassDefine {
+                ticks: 1,
+                class: id,
+                class_object: 0,
+            },
+            J::ClassLoad(Box::new(load)),
+        ]
+    };
+    let mut events = vec![J::BeginBurst { ticks: 1 }];
+    events.extend(class(0, "java/lang/Object", 0));
+    events.extend(class(1, "java/lang/Thread", 0));
+    events.extend(class(2, "java/lang/String", 0));
+    events.extend([
+        J::ObjectDefined {
+            ticks: 2,
+            object: 1,
+            class: 2,
+        },
+        J::ThreadDefine {
+            ticks: 2,
+            thread: 1,
+            object: 0,
+            class: 1,
+            name: "main".into(),
+        },
+        J::ObjectCreated {
+            ticks: 2,
+            object: 1,
+            class: 2,
+            thread: 1,
+        },
+        J::EndBurst { ticks: 3 },
+    ]);
+    for event in &events {
+        e.write(event).unwrap();
+    }
+    e.finish(1, 3, None).unwrap();
+    let data = e.into_inner().into_inner();
+    check(&data).unwrap();
+    let names: Vec<&str> = decode(&data).events.iter().map(|(_, e)| e.name()).collect();
+    assert_eq!(
+        names[4..],
+        ["THREAD_DEFINE", "ALLOC", "BURST_END"],
+        "{:?}",
+        names
+    );
+}
+
+/// What a file's bytes say cannot make a reader allocate what the file does not hold: an
+/// offset to data of 4 GiB, a message of 4 GiB, a class ID of 4 billion in a file converted.
+#[test]
+fn lengths_and_ids_from_a_file_are_bounded() {
+    let data = fib_trace(Format::Tptp);
+    let mut far = data.clone();
+    far[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = check(&far).unwrap_err();
+    assert_eq!(e.offset, 8, "{}", e);
+    // The first message after the system messages (node), said to be 4 GiB long.
+    let first = 12 + 6 + 6 + 6 + 8 + 6 + 16;
+    let mut long = data.clone();
+    long[first + 2..first + 6].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = check(&long).unwrap_err();
+    assert_eq!(e.offset, first, "{}", e);
+    // A class of ID 4,000,000,000 in XML: the model's checker takes it, the writers refuse it.
+    let xml = String::from_utf8(fib_trace(Format::TptpXml)).unwrap();
+    let huge = xml
+        .replace("classId=\"3\"", "classId=\"4000000000\"")
+        .replace("classIdRef=\"3\"", "classIdRef=\"4000000000\"");
+    check(huge.as_bytes()).unwrap();
+    for to in Format::ALL {
+        let mut events = read::open(huge.as_bytes()).unwrap();
+        let info = events.info().clone();
+        let out = Cursor::new(Vec::new());
+        let result = match to {
+            Format::Jinsight => {
+                let mut sink = JinsightSink::<_, false>::new(out, &info, None).unwrap();
+                read::copy(&mut *events, &mut sink).map(|_| ())
+            }
+            Format::Tptp => {
+                let enc = tptp::binary::Encoder::new(out, &info).unwrap();
+                read::copy(&mut *events, &mut TptpSink::new(enc, &info).unwrap()).map(|_| ())
+            }
+            Format::TptpXml => {
+                let enc = tptp::xml::Encoder::new(out, &info).unwrap();
+                read::copy(&mut *events, &mut TptpSink::new(enc, &info).unwrap()).map(|_| ())
+            }
+        };
+        let e = result.unwrap_err().to_string();
+        assert!(e.contains("4000000000"), "{:?}: {}", to, e);
+    }
 }

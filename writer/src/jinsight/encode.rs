@@ -57,34 +57,14 @@ impl<W: Write + Seek> Encoder<W> {
         Ok(())
     }
 
-    /// The byte order of the events.
-    pub fn endian(&self) -> Endian {
-        self.endian
-    }
-
     /// The underlying writer (after [`Encoder::finish`], the whole file).
     pub fn into_inner(self) -> W {
         self.out
     }
 
-    /// WIDE_METHOD_ENTER without building an [`Event`]: the writer's hottest path.
-    #[inline(always)]
-    pub fn method_enter(
-        &mut self,
-        ticks: u64,
-        thread: u32,
-        class: u16,
-        method: u16,
-        object: u32,
-    ) -> io::Result<()> {
-        match self.endian {
-            Endian::Little => self.method_enter_in::<false>(ticks, thread, class, method, object),
-            Endian::Big => self.method_enter_in::<true>(ticks, thread, class, method, object),
-        }
-    }
-
-    /// [`Encoder::method_enter`] in the byte order `BIG` says, which must be the encoder's:
-    /// for a caller that writes many events and looks at the byte order once.
+    /// WIDE_METHOD_ENTER without building an [`Event`], the writer's hottest path, in the byte
+    /// order `BIG` says, which must be the encoder's: for a caller that knows it for every
+    /// event at once (`JinsightSink<W, BIG>`).
     #[inline(always)]
     pub fn method_enter_in<const BIG: bool>(
         &mut self,
@@ -113,16 +93,8 @@ impl<W: Write + Seek> Encoder<W> {
         self.raw(&b)
     }
 
-    /// METHOD_LEAVE without building an [`Event`].
-    #[inline(always)]
-    pub fn method_leave(&mut self, ticks: u64, overhead: u64, thread: u32) -> io::Result<()> {
-        match self.endian {
-            Endian::Little => self.method_leave_in::<false>(ticks, overhead, thread),
-            Endian::Big => self.method_leave_in::<true>(ticks, overhead, thread),
-        }
-    }
-
-    /// [`Encoder::method_leave`] in the byte order `BIG` says (see `method_enter_in`).
+    /// METHOD_LEAVE without building an [`Event`], in the byte order `BIG` says (see
+    /// `method_enter_in`).
     #[inline(always)]
     pub fn method_leave_in<const BIG: bool>(
         &mut self,

@@ -57,6 +57,11 @@ impl Translator {
                     ));
                     return Ok(());
                 }
+                // The writer before the model defined a thread between an object and its
+                // creation when the allocation was the thread's first event.
+                (model::Event::ObjectDefine(_), Event::ThreadDefine { .. }) => {
+                    self.held = Some((at, held));
+                }
                 _ => out.push_back((at, held)),
             }
         }
@@ -161,6 +166,13 @@ impl Translator {
                 let class = self.class_named(&name);
                 self.object(ticks, object, class, Some(array))
             }
+            // The creation of an object defined before (not right before it) adds nothing:
+            // the model's allocation defines its object.
+            Event::ObjectCreated { object, .. } | Event::ArrayCreated { object, .. }
+                if self.objects.contains_key(&object) =>
+            {
+                return Ok(())
+            }
             Event::ObjectCreated {
                 ticks,
                 object,
@@ -232,10 +244,9 @@ impl Translator {
                 burst: self.bursts,
             },
         };
-        if let model::Event::ObjectDefine(_) = translated {
-            self.held = Some((offset, translated));
-        } else {
-            out.push_back((offset, translated));
+        match translated {
+            model::Event::ObjectDefine(_) => self.held = Some((offset, translated)),
+            _ => out.push_back((offset, translated)),
         }
         Ok(())
     }
@@ -352,6 +363,14 @@ impl<R: std::io::Read> EventReader for Reader<R> {
 
     fn info(&self) -> &model::TraceInfo {
         &self.info
+    }
+
+    fn header(&self) -> String {
+        let h = self.decoder.header();
+        format!(
+            "version={} platform={} events={} maxThreads={} maxClasses={}",
+            h.version, h.platform, h.number_of_events, h.max_threads, h.max_classes
+        )
     }
 
     fn next_event(&mut self) -> Result<Option<(usize, model::Event)>, DecodeError> {

@@ -99,10 +99,7 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
             },
             Some(a) => Event::ArrayCreated {
                 ticks: o.ticks,
-                is_array: jvmpi_is_array(match a.element {
-                    Element::Primitive(d) => Some(d),
-                    Element::Class(_) => None,
-                }),
+                is_array: jvmpi_is_array(a.element.descriptor()),
                 object: o.object,
                 size: a.length,
                 thread,

@@ -1,11 +1,10 @@
 //! The TPTP binary form (TBF): messages into bytes and back (layout in `tptp/mod.rs`).
 
-use super::read::Translator;
+use super::read::{Messages, Reader};
 use super::sink::{Encode, EntryMessage, ExitMessage};
 use super::*;
-use crate::model::{Event, TraceInfo};
-use crate::read::{DecodeError, EventReader, Format};
-use std::collections::VecDeque;
+use crate::model::TraceInfo;
+use crate::read::{DecodeError, Format};
 use std::io::{self, Read, Write};
 
 pub const MAGIC: &[u8; 4] = b"0TBF";
@@ -206,99 +205,84 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
     Ok(Message { element, values })
 }
 
-/// A TPTP binary file read as model events.
-pub struct Reader<R> {
+/// The messages of a TPTP binary file, after its header and system messages.
+pub struct BinaryMessages<R> {
     input: io::BufReader<R>,
     /// The offset of the next message.
     offset: usize,
-    info: TraceInfo,
-    translator: Translator,
-    ready: VecDeque<(usize, Event)>,
-    /// A message read while the file's opening was taken, translated first.
-    pending: Option<(usize, Message<'static>)>,
-    ended: bool,
+    /// The first data message, read while taking the system messages.
+    first: Option<(usize, Message<'static>)>,
 }
 
-impl<R: Read> Reader<R> {
-    /// Reads the header, the system messages and the messages that open the file.
-    pub fn new(input: R) -> Result<Self, DecodeError> {
-        let mut r = Reader {
-            input: io::BufReader::with_capacity(1 << 20, input),
-            offset: 0,
-            info: TraceInfo::default(),
-            translator: Translator::default(),
-            ready: VecDeque::new(),
-            pending: None,
-            ended: false,
-        };
-        let mut header = [0u8; HEADER_LEN];
-        let got = crate::read::read_up_to(&mut r.input, &mut header)
-            .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
-        if got == 0 {
-            return Err(DecodeError::at(0, "empty file: no TPTP header"));
-        }
-        if !is_magic(&header[..got]) {
-            return Err(DecodeError::at(0, "no TPTP magic 0TBF"));
-        }
-        if got < HEADER_LEN {
-            return Err(DecodeError {
-                cut_short: true,
-                ..DecodeError::at(
-                    got,
-                    format!("header cut short: {} of {} bytes", got, HEADER_LEN),
-                )
-            });
-        }
-        if header[4] != VERSION.0 {
-            return Err(DecodeError::at(
-                4,
-                format!("version {}.{} (jlive reads 1.x)", header[4], header[5]),
-            ));
-        }
-        if header[7] != LITTLE_ENDIAN {
-            return Err(DecodeError::at(
-                7,
-                format!(
-                    "endianness {}: jlive reads little-endian (1) files",
-                    header[7]
-                ),
-            ));
-        }
-        let data = u32::from_le_bytes(header[8..12].try_into().unwrap_or([0; 4])) as usize;
-        if data < HEADER_LEN {
-            return Err(DecodeError::at(
-                8,
-                format!("offset to data {} lies inside the header", data),
-            ));
-        }
-        let mut skip = vec![0; data - HEADER_LEN];
-        let skipped = crate::read::read_up_to(&mut r.input, &mut skip)
-            .map_err(|e| DecodeError::at(HEADER_LEN, format!("cannot read: {}", e)))?;
-        r.offset = HEADER_LEN + skipped;
-        if skipped < skip.len() {
-            return Err(r.cut(HEADER_LEN, "the bytes before the data"));
-        }
-        // System messages, then the data messages that describe the run.
-        while let Some((at, id, body)) = r.raw()? {
-            if id < FIRST_DATA_ID {
-                r.system(at, id, &body)?;
-                continue;
-            }
-            let m = message(at, id, &body)?;
-            if !r.translator.describe(at, false, &m, &mut r.info)? {
-                r.pending = Some((at, m));
-                break;
-            }
-        }
-        if r.info.ticks_per_microsecond == 0 {
-            return Err(DecodeError::at(
-                HEADER_LEN,
-                "no frequency message (system message 2)",
-            ));
-        }
-        Ok(r)
+/// Reads a TPTP binary file's header and system messages, and opens it as model events.
+pub fn reader<R: Read>(input: R) -> Result<Reader<BinaryMessages<R>>, DecodeError> {
+    let mut m = BinaryMessages {
+        input: io::BufReader::with_capacity(1 << 20, input),
+        offset: 0,
+        first: None,
+    };
+    let mut header = [0u8; HEADER_LEN];
+    let got = crate::read::read_up_to(&mut m.input, &mut header)
+        .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
+    if got == 0 {
+        return Err(DecodeError::at(0, "empty file: no TPTP header"));
     }
+    if !is_magic(&header[..got]) {
+        return Err(DecodeError::at(0, "no TPTP magic 0TBF"));
+    }
+    if got < HEADER_LEN {
+        let message = format!("header cut short: {} of {} bytes", got, HEADER_LEN);
+        return Err(DecodeError {
+            cut_short: true,
+            ..DecodeError::at(got, message)
+        });
+    }
+    if header[4] != VERSION.0 {
+        let message = format!("version {}.{} (jlive reads 1.x)", header[4], header[5]);
+        return Err(DecodeError::at(4, message));
+    }
+    if header[7] != LITTLE_ENDIAN {
+        let message = format!(
+            "endianness {}: jlive reads little-endian (1) files",
+            header[7]
+        );
+        return Err(DecodeError::at(7, message));
+    }
+    let data = u32::from_le_bytes(header[8..12].try_into().unwrap_or([0; 4])) as usize;
+    if !(HEADER_LEN..=MAX_MESSAGE).contains(&data) {
+        let message = format!(
+            "offset to data {} (the header is {} bytes)",
+            data, HEADER_LEN
+        );
+        return Err(DecodeError::at(8, message));
+    }
+    // Whatever lies between the header and the data is passed over, not kept.
+    let gap = (data - HEADER_LEN) as u64;
+    let skipped = io::copy(&mut (&mut m.input).take(gap), &mut io::sink())
+        .map_err(|e| DecodeError::at(HEADER_LEN, format!("cannot read: {}", e)))?;
+    m.offset = HEADER_LEN + skipped as usize;
+    if skipped < gap {
+        return Err(m.cut(HEADER_LEN, "the bytes before the data"));
+    }
+    let mut info = TraceInfo::default();
+    while let Some((at, id, body)) = m.raw()? {
+        if id < FIRST_DATA_ID {
+            system(at, id, &body, &mut info)?;
+        } else {
+            m.first = Some((at, message(at, id, &body)?));
+            break;
+        }
+    }
+    if info.ticks_per_microsecond == 0 {
+        return Err(DecodeError::at(
+            HEADER_LEN,
+            "no frequency message (system message 2)",
+        ));
+    }
+    Reader::new(m, info)
+}
 
+impl<R: Read> BinaryMessages<R> {
     fn cut(&self, at: usize, what: &str) -> DecodeError {
         DecodeError {
             cut_short: true,
@@ -322,10 +306,8 @@ impl<R: Read> Reader<R> {
         let id = u16::from_le_bytes([head[0], head[1]]);
         let len = u32::from_le_bytes(head[2..6].try_into().unwrap_or([0; 4])) as usize;
         if len > MAX_MESSAGE {
-            return Err(DecodeError::at(
-                at,
-                format!("message {} says it is {} bytes long", id, len),
-            ));
+            let message = format!("message {} says it is {} bytes long", id, len);
+            return Err(DecodeError::at(at, message));
         }
         let mut body = vec![0; len];
         let got = crate::read::read_up_to(&mut self.input, &mut body).map_err(read_err)?;
@@ -335,46 +317,45 @@ impl<R: Read> Reader<R> {
         }
         Ok(Some((at, id, body)))
     }
+}
 
-    fn system(&mut self, at: usize, id: u16, body: &[u8]) -> Result<(), DecodeError> {
-        let long = |i: usize| {
-            body.get(i..i + 8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-        };
-        match id {
-            SYSTEM_ENCODING => {
-                let name = body.split(|&b| b == 0).next().unwrap_or_default();
-                if !matches!(name, b"UTF-8" | b"UTF8" | b"utf-8" | b"utf8") {
-                    return Err(DecodeError::at(
-                        at,
-                        format!(
-                            "encoding {:?}: jlive reads UTF-8",
-                            String::from_utf8_lossy(name)
-                        ),
-                    ));
-                }
+/// Takes what system message `id` says into `info`.
+fn system(at: usize, id: u16, body: &[u8], info: &mut TraceInfo) -> Result<(), DecodeError> {
+    let long = |i: usize| {
+        body.get(i..i + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    match id {
+        SYSTEM_ENCODING => {
+            let name = body.split(|&b| b == 0).next().unwrap_or_default();
+            if !matches!(name, b"UTF-8" | b"UTF8" | b"utf-8" | b"utf8") {
+                let message = format!(
+                    "encoding {:?}: jlive reads UTF-8",
+                    String::from_utf8_lossy(name)
+                );
+                return Err(DecodeError::at(at, message));
             }
-            SYSTEM_FREQUENCY => {
-                let hz = long(0)
-                    .ok_or_else(|| DecodeError::at(at, "frequency message without its Long"))?;
-                let rate = hz / 1_000_000;
-                if rate == 0 || rate > u64::from(u32::MAX) {
-                    return Err(DecodeError::at(at, format!("tick frequency {} Hz", hz)));
-                }
-                self.info.ticks_per_microsecond = rate as u32;
-            }
-            SYSTEM_ORIGIN => {
-                let (Some(ticks), Some(ns)) = (long(0), long(8)) else {
-                    return Err(DecodeError::at(at, "origin message without its two Longs"));
-                };
-                self.info.origin_ticks = ticks;
-                self.info.origin_ns = ns;
-            }
-            // Another system message says nothing jlive needs.
-            _ => {}
         }
-        Ok(())
+        SYSTEM_FREQUENCY => {
+            let hz =
+                long(0).ok_or_else(|| DecodeError::at(at, "frequency message without its Long"))?;
+            let rate = hz / 1_000_000;
+            if rate == 0 || rate > u64::from(u32::MAX) {
+                return Err(DecodeError::at(at, format!("tick frequency {} Hz", hz)));
+            }
+            info.ticks_per_microsecond = rate as u32;
+        }
+        SYSTEM_ORIGIN => {
+            let (Some(ticks), Some(ns)) = (long(0), long(8)) else {
+                return Err(DecodeError::at(at, "origin message without its two Longs"));
+            };
+            info.origin_ticks = ticks;
+            info.origin_ns = ns;
+        }
+        // Another system message says nothing jlive needs.
+        _ => {}
     }
+    Ok(())
 }
 
 /// The message `id` of `body`, read at `at`.
@@ -385,40 +366,21 @@ fn message(at: usize, id: u16, body: &[u8]) -> Result<Message<'static>, DecodeEr
     parse_message(element, body).map_err(|e| DecodeError::at(at, e))
 }
 
-impl<R: Read> EventReader for Reader<R> {
-    fn format(&self) -> Format {
-        Format::Tptp
-    }
+impl<R: Read> Messages for BinaryMessages<R> {
+    const FORMAT: Format = Format::Tptp;
 
-    fn info(&self) -> &TraceInfo {
-        &self.info
-    }
-
-    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
-        loop {
-            if let Some(e) = self.ready.pop_front() {
-                return Ok(Some(e));
-            }
-            if self.ended {
-                return Ok(None);
-            }
-            let (at, m) = match self.pending.take() {
-                Some(p) => p,
-                None => match self.raw()? {
-                    Some((at, id, body)) => (at, message(at, id, &body)?),
-                    None => {
-                        self.ended = true;
-                        continue;
-                    }
-                },
-            };
-            self.translator
-                .push(at, false, &m, &mut self.info, &mut self.ready)?;
+    fn next_message(&mut self) -> Result<Option<(usize, Message<'static>)>, DecodeError> {
+        if let Some(first) = self.first.take() {
+            return Ok(Some(first));
+        }
+        match self.raw()? {
+            Some((at, id, body)) => Ok(Some((at, message(at, id, &body)?))),
+            None => Ok(None),
         }
     }
 
-    fn end(&mut self) -> Result<(), DecodeError> {
-        self.translator.end(self.offset, false)
+    fn position(&self) -> usize {
+        self.offset
     }
 }
 

@@ -98,7 +98,7 @@
 //! `is_array` (0 an object, 2 an object array, 4-11 primitive arrays) and `size` an array's
 //! length (jlive records no byte sizes); each burst is a `traceStart`/`traceEnd` pair with a
 //! fresh `traceId`; node, process, agent and trace IDs are UUIDs made from the host, the pid
-//! and the start time, so that a file converted gives the same ones.
+//! and the start time, so that a TPTP file converted to the other form gives the same ones.
 
 pub mod binary;
 pub mod read;
@@ -145,7 +145,7 @@ pub struct Element {
     pub name: &'static str,
     /// In binary order.
     pub attrs: &'static [Attr],
-    /// Indices into `attrs` in XML order (empty: the binary order).
+    /// Indices into `attrs` in XML order.
     pub xml_order: &'static [usize],
 }
 
@@ -156,12 +156,8 @@ impl Element {
     }
 
     /// The attributes' indices in XML order.
-    pub fn xml_indices(&self) -> Box<dyn Iterator<Item = usize> + '_> {
-        if self.xml_order.is_empty() {
-            Box::new(0..self.attrs.len())
-        } else {
-            Box::new(self.xml_order.iter().copied())
-        }
+    pub fn xml_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.xml_order.iter().copied()
     }
 }
 
@@ -186,7 +182,7 @@ pub const NODE: Element = Element {
         a("timezone", Int, Always),
         a("time", Time, Always),
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const PROCESS_CREATE: Element = Element {
@@ -200,7 +196,7 @@ pub const PROCESS_CREATE: Element = Element {
         a("time", Time, Always),
         a("executable", Str, IfSet),
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4, 5],
 };
 
 pub const AGENT_CREATE: Element = Element {
@@ -222,7 +218,7 @@ pub const AGENT_DESTROY: Element = Element {
     id: 1004,
     name: "agentDestroy",
     attrs: &[a("agentIdRef", Str, Always), a("time", Time, Always)],
-    xml_order: &[],
+    xml_order: &[0, 1],
 };
 
 pub const TRACE_START: Element = Element {
@@ -234,14 +230,14 @@ pub const TRACE_START: Element = Element {
         a("time", Time, Always),
         COLLATION,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3],
 };
 
 pub const TRACE_END: Element = Element {
     id: 1006,
     name: "traceEnd",
     attrs: &[TRACE_REF, a("time", Time, Always), COLLATION],
-    xml_order: &[],
+    xml_order: &[0, 1, 2],
 };
 
 pub const FILTER: Element = Element {
@@ -263,7 +259,7 @@ pub const OPTION: Element = Element {
     id: 1008,
     name: "option",
     attrs: &[TRACE_REF, a("key", Str, Always), a("value", Str, Always)],
-    xml_order: &[],
+    xml_order: &[0, 1, 2],
 };
 
 pub const THREAD_START: Element = Element {
@@ -294,7 +290,7 @@ pub const THREAD_END: Element = Element {
         COLLATION,
         TRACE_REF,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const CLASS_DEF: Element = Element {
@@ -366,7 +362,7 @@ pub const OBJ_ALLOC: Element = Element {
         COLLATION,
         TRACE_REF,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
 };
 
 pub const METHOD_ENTRY: Element = Element {
@@ -420,7 +416,7 @@ pub const GC_START: Element = Element {
         COLLATION,
         TRACE_REF,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const OBJ_FREE: Element = Element {
@@ -438,7 +434,7 @@ pub const OBJ_FREE: Element = Element {
         COLLATION,
         TRACE_REF,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
 };
 
 pub const GC_FINISH: Element = Element {
@@ -454,7 +450,7 @@ pub const GC_FINISH: Element = Element {
         COLLATION,
         TRACE_REF,
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4, 5, 6, 7],
 };
 
 const RUNTIME_ATTRS: &[Attr] = &[
@@ -469,14 +465,14 @@ pub const RUNTIME_INIT_DONE: Element = Element {
     id: 1030,
     name: "runtimeInitDone",
     attrs: RUNTIME_ATTRS,
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const RUNTIME_SHUTDOWN: Element = Element {
     id: 1031,
     name: "runtimeShutdown",
     attrs: RUNTIME_ATTRS,
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const OBJ_DEF: Element = Element {
@@ -489,14 +485,14 @@ pub const OBJ_DEF: Element = Element {
         a("isArray", Byte, IfSet),
         a("size", Long, IfSet),
     ],
-    xml_order: &[],
+    xml_order: &[0, 1, 2, 3, 4],
 };
 
 pub const USER_EVENT: Element = Element {
     id: 2002,
     name: "userEvent",
     attrs: &[a("time", Time, Always), a("text", Str, Always)],
-    xml_order: &[],
+    xml_order: &[0, 1],
 };
 
 /// Every data message jlive writes and reads.

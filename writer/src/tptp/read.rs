@@ -1,14 +1,102 @@
 //! TPTP messages → model events, the same for the binary form and the XML form: the inverse
 //! of `sink.rs`. A classDef and the methodDefs that follow it become one class definition;
 //! a methodExit takes its depth from the thread's open frames; the messages that open a file
-//! (node, processCreate, agentCreate, option, filter) describe the run.
+//! (node, processCreate, agentCreate, option, filter) describe the run. [`Reader`] reads a
+//! file of either form, from the messages its [`Messages`] gives.
 
 use super::*;
 use crate::model::{
-    self, ArrayDef, ClassDef, Enter, Event, Leave, Line, MethodDef, MethodId, TraceInfo,
+    self, access, ArrayDef, ClassDef, Enter, Event, Leave, Line, MethodDef, MethodId, TraceInfo,
 };
-use crate::read::DecodeError;
+use crate::read::{fail, DecodeError, EventReader, Format};
 use std::collections::{HashMap, VecDeque};
+
+/// Where a TPTP reader takes its messages from: the binary form or the XML form.
+pub trait Messages {
+    const FORMAT: Format;
+    /// The next message and its position (a byte offset, or a line in XML); None at the end.
+    fn next_message(&mut self) -> Result<Option<(usize, Message<'static>)>, DecodeError>;
+    /// The position after the last message.
+    fn position(&self) -> usize;
+    /// After the last message: whether the form's own end was read (XML's root end tag).
+    fn end(&self) -> Result<(), DecodeError> {
+        Ok(())
+    }
+    /// Completes what the opening messages said of the run.
+    fn complete(&self, _info: &mut TraceInfo) {}
+}
+
+/// A TPTP file read as model events.
+pub struct Reader<M> {
+    messages: M,
+    info: TraceInfo,
+    translator: Translator,
+    ready: VecDeque<(usize, Event)>,
+    /// The first message after the file's opening, read while taking it.
+    pending: Option<(usize, Message<'static>)>,
+    ended: bool,
+}
+
+impl<M: Messages> Reader<M> {
+    /// Reads the messages that open the file; `info` is what the form said before them.
+    pub fn new(mut messages: M, mut info: TraceInfo) -> Result<Self, DecodeError> {
+        let mut translator = Translator::default();
+        let mut pending = None;
+        while let Some((at, m)) = messages.next_message()? {
+            if !translator.describe(at, M::FORMAT.is_text(), &m, &mut info)? {
+                pending = Some((at, m));
+                break;
+            }
+        }
+        messages.complete(&mut info);
+        Ok(Reader {
+            messages,
+            info,
+            translator,
+            ready: VecDeque::new(),
+            pending,
+            ended: false,
+        })
+    }
+}
+
+impl<M: Messages> EventReader for Reader<M> {
+    fn format(&self) -> Format {
+        M::FORMAT
+    }
+
+    fn info(&self) -> &TraceInfo {
+        &self.info
+    }
+
+    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let Some((at, m)) = self
+                .pending
+                .take()
+                .map_or_else(|| self.messages.next_message(), |p| Ok(Some(p)))?
+            else {
+                self.ended = true;
+                continue;
+            };
+            let text = M::FORMAT.is_text();
+            self.translator
+                .push(at, text, &m, &mut self.info, &mut self.ready)?;
+        }
+    }
+
+    fn end(&mut self) -> Result<(), DecodeError> {
+        let text = M::FORMAT.is_text();
+        self.translator.end(self.messages.position(), text)?;
+        self.messages.end()
+    }
+}
 
 /// Turns a file's messages, in order, into model events.
 #[derive(Default)]
@@ -34,19 +122,10 @@ pub struct Translator {
     trace: String,
 }
 
-/// A failure at position `at` (a byte offset, or a line when `line` is set).
-pub fn fail<T>(at: usize, line: bool, message: String) -> Result<T, DecodeError> {
-    let mut e = DecodeError::at(at, message);
-    if line {
-        e.line = Some(at);
-    }
-    Err(e)
-}
-
 /// Fails unless attribute `name` of `m` names `defined`, the ID an earlier message defined.
 fn refers(
     at: usize,
-    line: bool,
+    text: bool,
     m: &Message,
     name: &str,
     defined: &str,
@@ -55,14 +134,31 @@ fn refers(
     if value == defined && !value.is_empty() {
         return Ok(());
     }
-    fail(
-        at,
-        line,
-        format!(
-            "{}'s {} {:?} is not the ID defined before it ({:?})",
-            m.element.name, name, value, defined
-        ),
-    )
+    let message = format!(
+        "{}'s {} {:?} is not the ID defined before it ({:?})",
+        m.element.name, name, value, defined
+    );
+    fail(at, text, message)
+}
+
+/// Attribute `name` of `m` as a model ID, which is 32 bits.
+fn id(at: usize, text: bool, m: &Message, name: &str) -> Result<u32, DecodeError> {
+    let value = m.get(name);
+    u32::try_from(value).or_else(|_| {
+        let message = format!("{} {} of {} is past 32 bits", name, value, m.element.name);
+        fail(at, text, message)
+    })
+}
+
+/// A classDef whose methodDefs did not all follow it.
+fn unfinished<T>(at: usize, text: bool, c: &ClassDef, announced: usize) -> Result<T, DecodeError> {
+    let message = format!(
+        "classDef of class {} announces {} methods, {} follow it",
+        c.id,
+        announced,
+        c.methods.len()
+    );
+    fail(at, text, message)
 }
 
 impl Translator {
@@ -71,7 +167,7 @@ impl Translator {
     pub fn describe(
         &mut self,
         at: usize,
-        line: bool,
+        text: bool,
         m: &Message,
         info: &mut TraceInfo,
     ) -> Result<bool, DecodeError> {
@@ -84,11 +180,11 @@ impl Translator {
             info.start_ticks = m.get("time");
             self.node = m.text("nodeId").to_string();
         } else if e == &PROCESS_CREATE {
-            refers(at, line, m, "nodeIdRef", &self.node)?;
+            refers(at, text, m, "nodeIdRef", &self.node)?;
             info.pid = m.get("pid") as u32;
             self.process = m.text("processId").to_string();
         } else if e == &AGENT_CREATE {
-            refers(at, line, m, "processIdRef", &self.process)?;
+            refers(at, text, m, "processIdRef", &self.process)?;
             info.options = m.text("agentParameters").to_string();
             self.agent = m.text("agentId").to_string();
         } else {
@@ -97,62 +193,50 @@ impl Translator {
         Ok(true)
     }
 
-    /// Translates one message read at `at` (`line`: a line number), appending what it makes
+    /// Translates one message read at `at` (`text`: a line number), appending what it makes
     /// to `out`.
     pub fn push(
         &mut self,
         at: usize,
-        line: bool,
+        text: bool,
         m: &Message,
         info: &mut TraceInfo,
         out: &mut VecDeque<(usize, Event)>,
     ) -> Result<(), DecodeError> {
         if let Some(destroyed) = self.destroyed {
-            return fail(
-                at,
-                line,
-                format!("{} after agentDestroy (at {})", m.element.name, destroyed),
-            );
+            let message = format!("{} after agentDestroy (at {})", m.element.name, destroyed);
+            return fail(at, text, message);
         }
-        if self.describe(at, line, m, info)? {
+        if self.describe(at, text, m, info)? {
             return Ok(());
         }
         self.started = true;
         let e = m.element;
         if e == &METHOD_DEF {
-            return self.method_def(at, line, m, out);
+            return self.method_def(at, text, m, out);
         }
         if let Some((class_at, c, announced)) = self.class.take() {
-            return fail(
-                class_at,
-                line,
-                format!(
-                    "classDef of class {} announces {} methods, {} follow it",
-                    c.id,
-                    announced,
-                    c.methods.len()
-                ),
-            );
+            return unfinished(class_at, text, &c, announced);
         }
         let ticks = m.get("time");
-        let thread = m.get("threadIdRef") as u32;
+        let thread = id(at, text, m, "threadIdRef")?;
         let event = if e == &METHOD_ENTRY {
-            let method = self.method(at, line, m)?;
-            let depth = m.get("stackDepth") as u32;
+            let method = self.method(at, text, m)?;
+            let depth = id(at, text, m, "stackDepth")?;
             self.depths.insert(thread, depth);
             Event::MethodEnter(Enter {
                 ticks,
                 thread,
                 method,
-                object: match m.get("objIdRef") {
+                object: match id(at, text, m, "objIdRef")? {
                     0 => model::NO_OBJECT,
-                    o => o as u32,
+                    o => o,
                 },
                 depth,
                 ticket: m.get("ticket") as u32,
             })
         } else if e == &METHOD_EXIT {
-            let method = self.method(at, line, m)?;
+            let method = self.method(at, text, m)?;
             let depth = self.depths.get(&thread).copied().unwrap_or(0);
             self.depths.insert(thread, depth.saturating_sub(1));
             Event::MethodLeave(Leave {
@@ -166,7 +250,7 @@ impl Translator {
         } else if e == &CLASS_DEF {
             let c = ClassDef {
                 ticks,
-                id: m.get("classId") as u32,
+                id: id(at, text, m, "classId")?,
                 name: m.text("name").to_string(),
                 source_file: m.text("sourceName").to_string(),
                 superclass: self.class_named(m.text("superclass")),
@@ -181,13 +265,17 @@ impl Translator {
             self.names.insert(c.id, c.name.clone());
             self.class_ids.insert(c.name.clone(), c.id);
             let announced = m.get("numMethods") as usize;
+            if announced > usize::from(u16::MAX) + 1 {
+                let message = format!("classDef announces {} methods", announced);
+                return fail(at, text, message);
+            }
             if announced > 0 {
                 self.class = Some((at, c, announced));
                 return Ok(());
             }
             Event::ClassDefine(Box::new(c))
         } else if e == &TRACE_START {
-            refers(at, line, m, "agentIdRef", &self.agent)?;
+            refers(at, text, m, "agentIdRef", &self.agent)?;
             self.trace = m.text("traceId").to_string();
             self.bursts += 1;
             self.depths.clear();
@@ -197,7 +285,7 @@ impl Translator {
             }
         } else if e == &TRACE_END {
             if !m.text("traceIdRef").is_empty() {
-                refers(at, line, m, "traceIdRef", &self.trace)?;
+                refers(at, text, m, "traceIdRef", &self.trace)?;
             }
             Event::BurstEnd {
                 ticks,
@@ -205,32 +293,30 @@ impl Translator {
             }
         } else if e == &THREAD_START {
             // TPTP's threadStart is a thread's definition, and says that it started.
-            let id = m.get("threadId") as u32;
-            out.push_back((
-                at,
-                Event::ThreadDefine(Box::new(model::ThreadDef {
-                    ticks,
-                    id,
-                    name: m.text("threadName").to_string(),
-                    group: m.text("groupName").to_string(),
-                    parent: m.text("parentName").to_string(),
-                })),
-            ));
-            Event::ThreadStart { ticks, thread: id }
+            let thread = id(at, text, m, "threadId")?;
+            let def = model::ThreadDef {
+                ticks,
+                id: thread,
+                name: m.text("threadName").to_string(),
+                group: m.text("groupName").to_string(),
+                parent: m.text("parentName").to_string(),
+            };
+            out.push_back((at, Event::ThreadDefine(Box::new(def))));
+            Event::ThreadStart { ticks, thread }
         } else if e == &THREAD_END {
             self.depths.remove(&thread);
             Event::ThreadEnd { ticks, thread }
         } else if e == &OBJ_ALLOC {
             Event::Alloc {
                 thread,
-                object: self.object(m),
+                object: self.object(at, text, m)?,
             }
         } else if e == &OBJ_DEF {
-            Event::ObjectDefine(self.object(m))
+            Event::ObjectDefine(self.object(at, text, m)?)
         } else if e == &OBJ_FREE {
             Event::Free {
                 ticks,
-                object: m.get("objIdRef") as u32,
+                object: id(at, text, m, "objIdRef")?,
             }
         } else if e == &GC_START {
             Event::GcStart { ticks }
@@ -246,62 +332,52 @@ impl Translator {
                 text: m.text("text").to_string(),
             }
         } else if e == &AGENT_DESTROY {
-            refers(at, line, m, "agentIdRef", &self.agent)?;
+            refers(at, text, m, "agentIdRef", &self.agent)?;
             self.destroyed = Some(at);
             info.end_ticks = Some(ticks);
             return Ok(());
         } else {
             // node, processCreate, agentCreate, option or filter past the opening.
-            return fail(
-                at,
-                line,
-                format!("{} after the file's opening messages", e.name),
-            );
+            let message = format!("{} after the file's opening messages", e.name);
+            return fail(at, text, message);
         };
         out.push_back((at, event));
         Ok(())
     }
 
     /// After the last message: a file ends with agentDestroy.
-    pub fn end(&mut self, at: usize, line: bool) -> Result<(), DecodeError> {
+    pub fn end(&mut self, at: usize, text: bool) -> Result<(), DecodeError> {
         if let Some((class_at, c, announced)) = self.class.take() {
-            return fail(
-                class_at,
-                line,
-                format!(
-                    "classDef of class {} announces {} methods, {} follow it",
-                    c.id,
-                    announced,
-                    c.methods.len()
-                ),
-            );
+            return unfinished(class_at, text, &c, announced);
         }
         match self.destroyed {
             Some(_) => Ok(()),
             None => fail(
                 at,
-                line,
-                "no agentDestroy: the file is truncated or was not closed".into(),
+                text,
+                "no agentDestroy: the file is truncated or was not closed",
             ),
         }
     }
 
     /// The method of a methodEntry or methodExit, which must be of its `classIdRef`.
-    fn method(&self, at: usize, line: bool, m: &Message) -> Result<MethodId, DecodeError> {
-        let id = m.get("methodIdRef");
-        match self.methods.get(&id) {
+    fn method(&self, at: usize, text: bool, m: &Message) -> Result<MethodId, DecodeError> {
+        let method_id = m.get("methodIdRef");
+        match self.methods.get(&method_id) {
             Some(&method) if u64::from(method.class) == m.get("classIdRef") => Ok(method),
-            Some(method) => fail(
-                at,
-                line,
-                format!(
+            Some(method) => {
+                let message = format!(
                     "method {} is of class {}, not of classIdRef {}",
-                    id,
+                    method_id,
                     method.class,
                     m.get("classIdRef")
-                ),
-            ),
-            None => fail(at, line, format!("method {} used before it is defined", id)),
+                );
+                fail(at, text, message)
+            }
+            None => {
+                let message = format!("method {} used before it is defined", method_id);
+                fail(at, text, message)
+            }
         }
     }
 
@@ -312,25 +388,26 @@ impl Translator {
     fn method_def(
         &mut self,
         at: usize,
-        line: bool,
+        text: bool,
         m: &Message,
         out: &mut VecDeque<(usize, Event)>,
     ) -> Result<(), DecodeError> {
-        let class = m.get("classIdRef") as u32;
+        let class = id(at, text, m, "classIdRef")?;
         let Some((class_at, mut c, announced)) =
             self.class.take().filter(|(_, c, _)| c.id == class)
         else {
-            return fail(
-                at,
-                line,
-                format!("methodDef of class {} outside its classDef", class),
-            );
+            let message = format!("methodDef of class {} outside its classDef", class);
+            return fail(at, text, message);
         };
+        let method_id = m.get("methodId");
+        if self.methods.contains_key(&method_id) {
+            return fail(at, text, format!("method {} defined twice", method_id));
+        }
         let flag = |name: &str, bit: u16| if m.get(name) != 0 { bit } else { 0 };
-        let access = flag("isStatic", 0x0008)
-            | flag("isSynchronized", 0x0020)
-            | flag("isNative", 0x0100)
-            | flag("isAbstract", 0x0400);
+        let access = flag("isStatic", access::STATIC)
+            | flag("isSynchronized", access::SYNCHRONIZED)
+            | flag("isNative", access::NATIVE)
+            | flag("isAbstract", access::ABSTRACT);
         // TPTP keeps a method's first and last lines, not its table: they come back as two
         // entries of unknown location.
         let (first, last) = (
@@ -351,8 +428,7 @@ impl Translator {
             }
         }
         let index = c.methods.len() as u16;
-        self.methods
-            .insert(m.get("methodId"), MethodId { class, index });
+        self.methods.insert(method_id, MethodId { class, index });
         c.methods.push(MethodDef {
             name: m.text("name").to_string(),
             signature: m.text("signature").to_string(),
@@ -368,8 +444,8 @@ impl Translator {
     }
 
     /// The object of an objAlloc or objDef; an array's element comes from its class's name.
-    fn object(&self, m: &Message) -> model::ObjectDef {
-        let class = m.get("classIdRef") as u32;
+    fn object(&self, at: usize, text: bool, m: &Message) -> Result<model::ObjectDef, DecodeError> {
+        let class = id(at, text, m, "classIdRef")?;
         let name = self.names.get(&class).map_or("", String::as_str);
         let array = name.strip_prefix('[').map(|element| ArrayDef {
             length: m.get("size") as u32,
@@ -384,11 +460,11 @@ impl Translator {
                 }
             },
         });
-        model::ObjectDef {
+        Ok(model::ObjectDef {
             ticks: m.get("time"),
-            object: m.get("objId") as u32,
+            object: id(at, text, m, "objId")?,
             class,
             array,
-        }
+        })
     }
 }

@@ -4,9 +4,7 @@
 //! with agentDestroy.
 
 use super::*;
-use crate::model::{
-    self, Element as ArrayElement, Ending, Enter, Event, Leave, ObjectDef, Sink, TraceInfo,
-};
+use crate::model::{self, access, Ending, Enter, Event, Leave, ObjectDef, Sink, TraceInfo};
 use std::io;
 
 /// What turns messages into a form's bytes.
@@ -123,17 +121,6 @@ pub fn options_of(options: &str) -> (Pairs<'_>, Pairs<'_>) {
     (pairs, filters)
 }
 
-/// JVMPI's `is_array` of an array's element (0: not an array).
-pub fn is_array(array: Option<model::ArrayDef>) -> u8 {
-    match array {
-        None => 0,
-        Some(a) => crate::jinsight::jvmpi_is_array(match a.element {
-            ArrayElement::Primitive(d) => Some(d),
-            ArrayElement::Class(_) => None,
-        }),
-    }
-}
-
 /// Writes a TPTP trace in the form `E` gives it.
 pub struct TptpSink<E: Encode> {
     enc: E,
@@ -149,10 +136,9 @@ pub struct TptpSink<E: Encode> {
     finished: bool,
 }
 
-const ACC_STATIC: u16 = 0x0008;
-const ACC_SYNCHRONIZED: u16 = 0x0020;
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
+/// The most class IDs the sink keeps tables for (a file converted from another format could
+/// name any).
+pub const MAX_CLASSES: u32 = 1 << 24;
 
 impl<E: Encode> TptpSink<E> {
     /// Starts the trace of the run `info` describes: node, processCreate, agentCreate, the
@@ -232,6 +218,13 @@ impl<E: Encode> TptpSink<E> {
     }
 
     fn class(&mut self, c: &model::ClassDef) -> io::Result<()> {
+        if c.id >= MAX_CLASSES {
+            let message = format!(
+                "class {}: the TPTP writer names at most {} classes",
+                c.id, MAX_CLASSES
+            );
+            return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+        }
         let at = c.id as usize;
         if self.names.len() <= at {
             self.names.resize(at + 1, String::new());
@@ -240,12 +233,13 @@ impl<E: Encode> TptpSink<E> {
         self.names[at] = c.name.clone();
         self.methods[at] = self.next_method;
         let interfaces: Vec<&str> = c.interfaces.iter().map(|&i| self.name_of(i)).collect();
+        let interfaces = without_nul(&interfaces.join(",")).into_owned();
         // Every attribute written is read back into the model, so that a file converted is
         // written again the same: fields have no message, and their counts are not written.
         let m = Message::new(&CLASS_DEF)
             .long("time", c.ticks)
             .set("numInterfaces", Value::Int(c.interfaces.len() as u32))
-            .str("interfaceNames", interfaces.join(","))
+            .str("interfaceNames", interfaces)
             .long("classId", u64::from(c.id))
             .str("sourceName", without_nul(&c.source_file).into_owned())
             .str(
@@ -261,10 +255,10 @@ impl<E: Encode> TptpSink<E> {
             let m = Message::new(&METHOD_DEF)
                 .str("name", without_nul(&method.name))
                 .str("signature", without_nul(&method.signature))
-                .set("isNative", flag(ACC_NATIVE))
-                .set("isAbstract", flag(ACC_ABSTRACT))
-                .set("isStatic", flag(ACC_STATIC))
-                .set("isSynchronized", flag(ACC_SYNCHRONIZED))
+                .set("isNative", flag(access::NATIVE))
+                .set("isAbstract", flag(access::ABSTRACT))
+                .set("isStatic", flag(access::STATIC))
+                .set("isSynchronized", flag(access::SYNCHRONIZED))
                 .long("startLineNumber", u64::from(first))
                 .long("endLineNumber", u64::from(last))
                 .long("classIdRef", u64::from(c.id))
@@ -282,9 +276,12 @@ impl<E: Encode> TptpSink<E> {
         o: &ObjectDef,
     ) -> io::Result<()> {
         let size = o.array.map_or(0, |a| u64::from(a.length));
+        let is_array = o.array.map_or(0, |a| {
+            crate::jinsight::jvmpi_is_array(a.element.descriptor())
+        });
         let mut m = Message::new(element)
             .long("time", o.ticks)
-            .set("isArray", Value::Byte(is_array(o.array)))
+            .set("isArray", Value::Byte(is_array))
             .long("objId", u64::from(o.object))
             .long("size", size)
             .long("classIdRef", u64::from(o.class));
@@ -394,5 +391,9 @@ impl<E: Encode> Sink for TptpSink<E> {
 
     fn bytes(&self) -> u64 {
         self.enc.bytes()
+    }
+
+    fn max_classes(&self) -> u32 {
+        MAX_CLASSES
     }
 }

@@ -3,12 +3,11 @@
 //! file read back counts its ticks in nanoseconds. Characters XML 1.0 cannot hold (controls
 //! other than tab, newline and carriage return) are written as U+FFFD.
 
-use super::read::{fail, Translator};
-use super::sink::Encode;
+use super::read::{Messages, Reader};
+use super::sink::{Encode, EntryMessage, ExitMessage};
 use super::*;
-use crate::model::{Event, TraceInfo};
-use crate::read::{DecodeError, EventReader, Format};
-use std::collections::VecDeque;
+use crate::model::TraceInfo;
+use crate::read::{fail, DecodeError, Format};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Read, Write};
 
@@ -118,13 +117,49 @@ pub fn put_message(out: &mut String, m: &Message, info: &TraceInfo) {
     out.push_str("/>\n");
 }
 
-impl<W: Write> Encode for Encoder<W> {
-    fn message(&mut self, m: &Message) -> io::Result<()> {
-        put_message(&mut self.buf, m, &self.info);
+impl<W: Write> Encoder<W> {
+    fn done_one(&mut self) -> io::Result<()> {
         if self.buf.len() >= CHUNK {
             self.drain()?;
         }
         Ok(())
+    }
+}
+
+impl<W: Write> Encode for Encoder<W> {
+    fn message(&mut self, m: &Message) -> io::Result<()> {
+        put_message(&mut self.buf, m, &self.info);
+        self.done_one()
+    }
+
+    /// The line the table gives (`put_message`), written without building the message.
+    fn method_entry(&mut self, m: &EntryMessage) -> io::Result<()> {
+        let b = &mut self.buf;
+        let _ = write!(b, "<methodEntry threadIdRef=\"{}\" time=\"", m.thread);
+        time_into(b, self.info.wall_ns(m.ticks));
+        let _ = write!(b, "\" methodIdRef=\"{}\"", m.method);
+        if m.object != 0 {
+            let _ = write!(b, " objIdRef=\"{}\"", m.object);
+        }
+        let _ = writeln!(
+            b,
+            " classIdRef=\"{}\" ticket=\"{}\" stackDepth=\"{}\"/>",
+            m.class, m.ticket, m.depth
+        );
+        self.done_one()
+    }
+
+    /// The line the table gives, written without building the message.
+    fn method_exit(&mut self, m: &ExitMessage) -> io::Result<()> {
+        let b = &mut self.buf;
+        let _ = write!(
+            b,
+            "<methodExit threadIdRef=\"{}\" methodIdRef=\"{}\" classIdRef=\"{}\" ticket=\"{}\" time=\"",
+            m.thread, m.method, m.class, m.ticket
+        );
+        time_into(b, self.info.wall_ns(m.ticks));
+        b.push_str("\"/>\n");
+        self.done_one()
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -171,7 +206,9 @@ pub fn unescape(s: &str) -> Result<Cow<'_, str>, String> {
                     Some(hex) => u32::from_str_radix(hex, 16).ok(),
                     None => entity.strip_prefix('#').and_then(|d| d.parse().ok()),
                 };
-                code.and_then(char::from_u32)
+                // XML 1.0 has no character below 0x20 but tab, newline and return.
+                code.filter(|&c| c >= 0x20 || matches!(c, 9 | 10 | 13))
+                    .and_then(char::from_u32)
                     .ok_or_else(|| format!("unknown entity &{};", entity))?
             }
         };
@@ -262,88 +299,62 @@ fn truncate(s: &str) -> &str {
     }
 }
 
-/// A TPTP XML file read as model events, a line at a time.
-pub struct Reader<R> {
+/// The elements of a TPTP XML file, a line at a time, after its prologue and root tag.
+pub struct XmlMessages<R> {
     input: io::BufReader<R>,
-    /// The number of the last line read, and the offset of the next.
+    /// The number of the last line read.
     line: usize,
-    offset: usize,
     text: Vec<u8>,
-    info: TraceInfo,
-    translator: Translator,
-    ready: VecDeque<(usize, Event)>,
-    pending: Option<(usize, Message<'static>)>,
     /// The line of `</TRACE>`, once read.
     root_end: Option<usize>,
-    ended: bool,
 }
 
-enum Line {
-    Element(usize, Message<'static>),
-    RootEnd,
-    Eof,
-}
-
-impl<R: Read> Reader<R> {
-    /// Reads the prologue, the root's start tag and the messages that open the file.
-    pub fn new(input: R) -> Result<Self, DecodeError> {
-        let mut r = Reader {
-            input: io::BufReader::with_capacity(1 << 16, input),
-            line: 0,
-            offset: 0,
-            text: Vec::new(),
-            // Times are read as nanoseconds since 1970.
-            info: TraceInfo {
-                ticks_per_microsecond: 1000,
-                ..TraceInfo::default()
-            },
-            translator: Translator::default(),
-            ready: VecDeque::new(),
-            pending: None,
-            root_end: None,
-            ended: false,
-        };
-        let first = r.next_text()?.unwrap_or_default().0;
-        let first = first.trim_start_matches('\u{FEFF}');
-        if first.trim().starts_with("<?xml") {
-            let root = r.next_text()?.unwrap_or_default().0;
-            if root.trim() != ROOT_START {
-                return fail(
-                    r.line,
-                    true,
-                    format!("{} expected after the prologue", ROOT_START),
-                );
-            }
-        } else if first.trim() != ROOT_START {
-            return fail(
-                r.line,
-                true,
-                format!("{} or {} expected", PROLOGUE, ROOT_START),
-            );
+/// Reads a TPTP XML file's prologue and root tag, and opens it as model events.
+pub fn reader<R: Read>(input: R) -> Result<Reader<XmlMessages<R>>, DecodeError> {
+    let mut m = XmlMessages {
+        input: io::BufReader::with_capacity(1 << 16, input),
+        line: 0,
+        text: Vec::new(),
+        root_end: None,
+    };
+    let first = m.next_text()?.unwrap_or_default().0;
+    let first = first.trim_start_matches('\u{FEFF}');
+    if first.trim().starts_with("<?xml") {
+        let root = m.next_text()?.unwrap_or_default().0;
+        if root.trim() != ROOT_START {
+            let message = format!("{} expected after the prologue", ROOT_START);
+            return fail(m.line, true, message);
         }
-        while let Line::Element(at, m) = r.next_line()? {
-            if !r.translator.describe(at, true, &m, &mut r.info)? {
-                r.pending = Some((at, m));
-                break;
-            }
-        }
-        Ok(r)
+    } else if first.trim() != ROOT_START {
+        return fail(
+            m.line,
+            true,
+            format!("{} or {} expected", PROLOGUE, ROOT_START),
+        );
     }
+    // Times are read as nanoseconds since 1970.
+    let info = TraceInfo {
+        ticks_per_microsecond: 1000,
+        ..TraceInfo::default()
+    };
+    Reader::new(m, info)
+}
 
+impl<R: Read> XmlMessages<R> {
     /// The next line's text, without its line end, and whether it had one (a line without
     /// one ends a file that was cut); None at the end of the file.
     fn next_text(&mut self) -> Result<Option<(String, bool)>, DecodeError> {
         self.text.clear();
-        let start = self.offset;
         let got = (&mut self.input)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut self.text)
-            .map_err(|e| DecodeError::at(start, format!("cannot read: {}", e)))?;
+            .map_err(|e| {
+                DecodeError::at_position(self.line + 1, true, format!("cannot read: {}", e))
+            })?;
         if got == 0 {
             return Ok(None);
         }
         self.line += 1;
-        self.offset += got;
         let whole = self.text.ends_with(b"\n");
         if !whole && got > MAX_LINE {
             return fail(
@@ -359,22 +370,25 @@ impl<R: Read> Reader<R> {
         match String::from_utf8(text) {
             Ok(s) => Ok(Some((s, whole))),
             Err(_) if !whole => Err(self.cut()),
-            Err(_) => fail(self.line, true, "not UTF-8".into()),
+            Err(_) => fail(self.line, true, "not UTF-8"),
         }
     }
 
     fn cut(&self) -> DecodeError {
         DecodeError {
-            line: Some(self.line),
             cut_short: true,
-            ..DecodeError::at(self.line, "the file ends inside this line")
+            ..DecodeError::at_position(self.line, true, "the file ends inside this line")
         }
     }
+}
 
-    fn next_line(&mut self) -> Result<Line, DecodeError> {
+impl<R: Read> Messages for XmlMessages<R> {
+    const FORMAT: Format = Format::TptpXml;
+
+    fn next_message(&mut self) -> Result<Option<(usize, Message<'static>)>, DecodeError> {
         loop {
             let Some((text, whole)) = self.next_text()? else {
-                return Ok(Line::Eof);
+                return Ok(None);
             };
             if text.trim().is_empty() {
                 continue;
@@ -384,51 +398,21 @@ impl<R: Read> Reader<R> {
             }
             if text.trim() == ROOT_END {
                 self.root_end = Some(self.line);
-                return Ok(Line::RootEnd);
+                continue;
             }
             return match parse_element(&text) {
-                Ok(m) => Ok(Line::Element(self.line, m)),
+                Ok(m) => Ok(Some((self.line, m))),
                 Err(_) if !whole => Err(self.cut()),
                 Err(e) => fail(self.line, true, e),
             };
         }
     }
-}
 
-impl<R: Read> EventReader for Reader<R> {
-    fn format(&self) -> Format {
-        Format::TptpXml
+    fn position(&self) -> usize {
+        self.line
     }
 
-    fn info(&self) -> &TraceInfo {
-        &self.info
-    }
-
-    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError> {
-        loop {
-            if let Some(e) = self.ready.pop_front() {
-                return Ok(Some(e));
-            }
-            if self.ended {
-                return Ok(None);
-            }
-            let (at, m) = match self.pending.take() {
-                Some(p) => p,
-                None => match self.next_line()? {
-                    Line::Element(at, m) => (at, m),
-                    Line::RootEnd | Line::Eof => {
-                        self.ended = true;
-                        continue;
-                    }
-                },
-            };
-            self.translator
-                .push(at, true, &m, &mut self.info, &mut self.ready)?;
-        }
-    }
-
-    fn end(&mut self) -> Result<(), DecodeError> {
-        self.translator.end(self.line, true)?;
+    fn end(&self) -> Result<(), DecodeError> {
         match self.root_end {
             Some(_) => Ok(()),
             None => fail(
@@ -437,5 +421,11 @@ impl<R: Read> EventReader for Reader<R> {
                 format!("no {}: the file is truncated or was not closed", ROOT_END),
             ),
         }
+    }
+
+    /// A file read back counts nanoseconds since 1970: its origin is its start.
+    fn complete(&self, info: &mut TraceInfo) {
+        info.origin_ticks = info.start_ticks;
+        info.origin_ns = info.start_ticks;
     }
 }
