@@ -200,6 +200,11 @@ impl Hub {
         Hub::current()
     }
 
+    /// A key for a thread: a recording thread's buffer, or a virtual thread.
+    pub fn new_thread_key(&self) -> ThreadKey {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Creates this thread's buffer; `register` receives its key before any record can refer
     /// to it (the registry stores the thread's name there).
     pub fn attach(
@@ -212,7 +217,7 @@ impl Hub {
         if let Some(b) = Hub::current() {
             return Some(b);
         }
-        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let key = self.new_thread_key();
         register(key);
         let buffer = Arc::new(ThreadBuffer {
             key,
@@ -352,7 +357,47 @@ impl ThreadBuffer {
         extra: Option<u32>,
         blocking: bool,
     ) -> bool {
-        if self.quiet.load(Ordering::Relaxed) != 0 {
+        self.store(hub, kind, ticks, key, arg, extra, blocking, false)
+    }
+
+    /// Stores a record whether or not a burst records (a virtual thread mounted on this
+    /// thread or taken off it: the writer follows them to know whose records follow).
+    pub fn append_always(&self, hub: &Hub, kind: RecordKind, ticks: u64, key: u64) -> bool {
+        self.store(hub, kind, ticks, key, 0, Some(0), true, true)
+    }
+
+    /// Sends this thread's records to the writer now (the owner only). A virtual thread
+    /// taken off this carrier may go on on another: its records here must reach the writer
+    /// before the ones it makes there.
+    pub fn send_now(&self, hub: &Hub) {
+        self.busy.store(true, Ordering::Relaxed);
+        owner_fence();
+        while self.paused.load(Ordering::Relaxed) {
+            self.wait_for_collector();
+        }
+        // SAFETY: busy is set and no collector was seen (module comment); only this thread
+        // appends.
+        let records = unsafe { &mut *self.records.get() };
+        if !records.is_empty() {
+            self.hand_over(hub, records, true);
+        }
+        self.busy.store(false, Ordering::Release);
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &self,
+        hub: &Hub,
+        kind: RecordKind,
+        ticks: u64,
+        key: u64,
+        arg: u32,
+        extra: Option<u32>,
+        blocking: bool,
+        always: bool,
+    ) -> bool {
+        if self.quiet.load(Ordering::Relaxed) != 0 && !always {
             return false;
         }
         self.busy.store(true, Ordering::Relaxed);
@@ -360,7 +405,7 @@ impl ThreadBuffer {
         while self.paused.load(Ordering::Relaxed) {
             self.wait_for_collector();
         }
-        if !hub.tracing.load(Ordering::Relaxed) {
+        if !always && !hub.tracing.load(Ordering::Relaxed) {
             self.busy.store(false, Ordering::Release);
             return false;
         }

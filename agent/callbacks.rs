@@ -5,7 +5,7 @@
 //! they use no JVMTI or JNI function, take no lock a Java thread could hold across a
 //! safepoint, and append without blocking (a full channel grows the buffer instead).
 
-use crate::buffer::Hub;
+use crate::buffer::{Hub, ThreadBuffer};
 use crate::classes::Classes;
 use crate::clock;
 use crate::ffi::jni::Jni;
@@ -237,14 +237,130 @@ pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jt
     });
 }
 
+/// A thread's end is recorded whether or not a burst records, so that the writer lets go of
+/// what it kept of the thread; a thread that never recorded has nothing kept.
 pub extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
-        append(p, RecordKind::ThreadEnd, clock::ticks(), 0, 0, 0, || {
-            attach_java_thread(p, jvmti, thread)
-        });
+        let ticks = clock::ticks();
+        let attach = || p.hub.is_tracing() && attach_java_thread(p, jvmti, thread);
+        if let Some(b) = p.hub.current_or(attach) {
+            b.append_always(&p.hub, RecordKind::ThreadEnd, ticks, 0);
+        }
         p.hub.detach_current();
+    });
+}
+
+/// The buffer of the carrier thread a virtual thread event arrives on (a carrier started
+/// after VM init has its own from its ThreadStart).
+fn carrier_buffer(p: &'static Profiler) -> Option<&'static ThreadBuffer> {
+    p.hub.current_or(|| {
+        p.hub
+            .attach(|key| {
+                let info = ThreadInfo {
+                    name: format!("carrier-{}", key),
+                    ..ThreadInfo::default()
+                };
+                p.registry.put_thread(key, info)
+            })
+            .is_some()
+    })
+}
+
+/// A virtual thread's key, kept in its JVMTI thread-local storage (objects' tags are the
+/// allocation IDs). None: no burst has seen it yet.
+fn virtual_thread_key(jvmti: Jvmti, vthread: jthread) -> Option<u64> {
+    jvmti
+        .thread_word(vthread)
+        .ok()
+        .filter(|&w| w != 0)
+        .map(|w| w as u64)
+}
+
+/// The key of the virtual thread mounted on this carrier; one seen for the first time while a
+/// burst records gets a key and a description (the others cost nothing: an application may
+/// start millions).
+fn mounted_virtual_thread(p: &'static Profiler, jvmti: Jvmti, vthread: jthread) -> Option<u64> {
+    if let Some(key) = virtual_thread_key(jvmti, vthread) {
+        return Some(key);
+    }
+    if !p.hub.is_tracing() {
+        return None;
+    }
+    let key = p.hub.new_thread_key();
+    let info = describe_thread(p, jvmti, vthread).unwrap_or_else(|| ThreadInfo {
+        name: format!("virtual-{}", key),
+        ..ThreadInfo::default()
+    });
+    p.registry.put_thread(key, info);
+    if jvmti.set_thread_word(vthread, key as usize).is_err() {
+        p.registry.forget_thread(key);
+        return None;
+    }
+    Some(u64::from(key))
+}
+
+/// VirtualThreadStart (JDK 21+), on the carrier, the virtual thread mounted (HotSpot sends its
+/// mount event right after).
+pub extern "C" fn virtual_thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let Some(key) = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread) else {
+            return;
+        };
+        if let Some(b) = carrier_buffer(p) {
+            let ticks = clock::ticks();
+            b.append_always(&p.hub, RecordKind::Mount, ticks, key);
+            b.append(&p.hub, RecordKind::ThreadStart, ticks, 0, 0, Some(0), true);
+        }
+    });
+}
+
+/// VirtualThreadEnd (after the unmount event): its end is its own record, not its carrier's,
+/// and lets the writer forget it.
+pub extern "C" fn virtual_thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let Some(key) = virtual_thread_key(Jvmti::from_raw(env), vthread) else {
+            return;
+        };
+        if let Some(b) = carrier_buffer(p) {
+            let ticks = clock::ticks();
+            b.append_always(&p.hub, RecordKind::Mount, ticks, key);
+            b.append_always(&p.hub, RecordKind::ThreadEnd, ticks, 0);
+            b.append_always(&p.hub, RecordKind::Unmount, ticks, 0);
+        }
+    });
+}
+
+/// The mount extension event: the carrier's records that follow are the virtual thread's.
+pub extern "C" fn virtual_thread_mount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        let Some(key) = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread) else {
+            return;
+        };
+        if let Some(b) = carrier_buffer(p) {
+            b.append_always(&p.hub, RecordKind::Mount, clock::ticks(), key);
+        }
+    });
+}
+
+/// The unmount extension event: the carrier's records that follow are its own again. The
+/// virtual thread may go on on another carrier at once: what it recorded here is sent first.
+pub extern "C" fn virtual_thread_unmount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
+    guard(|| {
+        let Some(p) = profiler::get() else { return };
+        if virtual_thread_key(Jvmti::from_raw(env), vthread).is_none() {
+            return;
+        }
+        if let Some(b) = carrier_buffer(p) {
+            b.append_always(&p.hub, RecordKind::Unmount, clock::ticks(), 0);
+            if p.hub.is_tracing() {
+                b.send_now(&p.hub);
+            }
+        }
     });
 }
 

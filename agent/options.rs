@@ -69,6 +69,8 @@ pub struct Options {
     pub platform: Option<u32>,
     /// Per-thread buffer size in bytes.
     pub buffer: usize,
+    /// Permissions of the trace files.
+    pub filemode: u32,
     /// None = stderr.
     pub log: Option<String>,
     pub help: bool,
@@ -96,6 +98,7 @@ impl Default for Options {
             clock: None,
             platform: None,
             buffer: 64 * 1024,
+            filemode: 0o600,
             log: None,
             help: false,
             paused: false,
@@ -117,7 +120,12 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "file",
         "jlive-%p.trc",
-        "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number",
+        "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number; what is at the path is replaced, a symbolic link not followed",
+    ),
+    (
+        "filemode",
+        "0600",
+        "permissions of the trace files, in octal (0644: readable by all)",
     ),
     (
         "start",
@@ -410,6 +418,14 @@ impl Options {
             }
             "platform" => self.platform = platform(value)?,
             "buffer" => self.buffer = size(key, value)?,
+            "filemode" => {
+                self.filemode = u32::from_str_radix(value, 8)
+                    .ok()
+                    .filter(|&m| m <= 0o777 && !value.is_empty() && value.len() <= 4)
+                    .ok_or_else(|| {
+                        bad_value(key, value, "octal permissions such as 0600 or 0644")
+                    })?
+            }
             "log" => self.log = (value != "stderr" && !value.is_empty()).then(|| value.to_string()),
             "help" => self.help = true,
             "start" => {
@@ -570,6 +586,16 @@ mod tests {
         assert_eq!(o.platform, Some(55));
         assert_eq!(o.formats, [Format::Jinsight]);
         assert_eq!(o.buffer, 1 << 20);
+        assert_eq!(
+            o.filemode, 0o600,
+            "trace files are the user's alone by default"
+        );
+        assert_eq!(Options::parse("filemode=0644").unwrap().filemode, 0o644);
+        assert_eq!(Options::parse("filemode=640").unwrap().filemode, 0o640);
+        for bad in ["999", "1777", "", "rw-r--r--"] {
+            let e = Options::parse(&format!("filemode={}", bad)).unwrap_err().0;
+            assert!(e.contains("octal permissions"), "{}", e);
+        }
         assert_eq!(o.file_path(42, 0, 0), "/tmp/x-42.trc");
         assert_eq!(o.file_path(42, 0, 2), "/tmp/x-42.2.trc");
         let o = Options::parse(

@@ -107,6 +107,7 @@ impl Files {
         let o = &self.options;
         let format_options = FormatOptions {
             platform: o.platform,
+            mode: Some(o.filemode),
         };
         let sink = S::open(&o.formats, path, &info, format_options)?;
         let config = ResolverConfig {
@@ -229,6 +230,7 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     };
     let format_options = FormatOptions {
         platform: options.platform,
+        mode: Some(options.filemode),
     };
     let writer = with_sink(&options.formats, format_options, start)?;
     log::info(&format!(
@@ -352,6 +354,7 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
         cap::GENERATE_OBJECT_FREE_EVENTS,
         cap::GENERATE_VM_OBJECT_ALLOC_EVENTS,
         cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS,
+        cap::SUPPORT_VIRTUAL_THREADS,
     ] {
         if potential.has(optional) {
             wanted.set(optional);
@@ -382,6 +385,8 @@ impl Profiler {
         cb.base.ObjectFree = Some(callbacks::object_free);
         cb.base.VMObjectAlloc = Some(callbacks::object_alloc);
         cb.sampled_object_alloc = Some(callbacks::object_alloc);
+        cb.virtual_thread_start = Some(callbacks::virtual_thread_start);
+        cb.virtual_thread_end = Some(callbacks::virtual_thread_end);
         cb.base.VMStart = Some(callbacks::vm_start);
         cb.base.ClassFileLoadHook = Some(crate::ffi::hooks::class_file_load_hook);
         self.jvmti
@@ -401,6 +406,44 @@ impl Profiler {
                 .map_err(|e| format!("enabling JVMTI event {} failed: {}", event, e))?;
         }
         Ok(())
+    }
+
+    /// JDK 21+: a virtual thread is a thread of its own in the trace. Its records are stored
+    /// in its carrier's buffer between a mount and an unmount record, which tell the writer
+    /// whose they are.
+    fn follow_virtual_threads(&self, jvmti: Jvmti) {
+        let mounts = [
+            (
+                jvmti::EXTENSION_VIRTUAL_THREAD_MOUNT,
+                callbacks::virtual_thread_mount as jvmti::VirtualThreadFn,
+            ),
+            (
+                jvmti::EXTENSION_VIRTUAL_THREAD_UNMOUNT,
+                callbacks::virtual_thread_unmount,
+            ),
+        ]
+        .into_iter()
+        .all(
+            |(id, callback)| match jvmti.set_extension_event(id, callback) {
+                Ok(found) => found,
+                Err(e) => {
+                    log::warn(&format!("cannot enable {}: {}", id, e));
+                    false
+                }
+            },
+        );
+        if !mounts {
+            log::warn("this JVM names no virtual thread mount events: the calls of virtual threads are their carriers'");
+            return;
+        }
+        for event in [
+            jvmti::EVENT_VIRTUAL_THREAD_START,
+            jvmti::EVENT_VIRTUAL_THREAD_END,
+        ] {
+            if let Err(e) = jvmti.set_event(event, true) {
+                log::warn(&format!("enabling JVMTI event {} failed: {}", event, e));
+            }
+        }
     }
 
     pub fn uses_bci(&self) -> bool {
@@ -447,6 +490,9 @@ impl Profiler {
         }
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_START, true);
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_END, true);
+        if self.caps.has(cap::SUPPORT_VIRTUAL_THREADS) {
+            self.follow_virtual_threads(jvmti);
+        }
         if let Some(command) = jvmti.system_property("sun.java.command") {
             let main = command.split_whitespace().next().unwrap_or("").to_string();
             let _ = self.main_class.set(main);
@@ -509,6 +555,12 @@ impl Profiler {
                     s.counts.threads,
                     s.counts.classes,
                     self.stats.file()
+                ));
+                // Names are let go as threads end (a server may start millions of virtual
+                // threads): what remains are the threads still running.
+                log::info(&format!(
+                    "{} threads still described at the end",
+                    self.registry.thread_count()
                 ));
                 if let Some(e) = s.error {
                     log::warn(&format!(

@@ -86,6 +86,16 @@ impl Registry {
         self.threads.write().insert(key, info);
     }
 
+    /// Forgets a thread that could not be followed.
+    pub fn forget_thread(&self, key: ThreadKey) {
+        self.threads.write().remove(&key);
+    }
+
+    /// The number of threads described (the ones that have not ended, or not been written).
+    pub fn thread_count(&self) -> usize {
+        self.threads.read().len()
+    }
+
     pub fn class_count(&self) -> usize {
         self.classes.read().len()
     }
@@ -164,5 +174,8 @@ impl Symbols for Registry {
     }
     fn message(&self, key: u64) -> Option<String> {
         self.take_message(key)
+    }
+    fn thread_ended(&self, key: ThreadKey) {
+        self.threads.write().remove(&key);
     }
 }

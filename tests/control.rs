@@ -196,11 +196,20 @@ fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
     }
 }
 
+/// Also: symbolic links planted at both files' paths are replaced, not followed (the files
+/// they point to are unchanged), and both files are the user's alone (0600).
 #[test]
 fn roll_finishes_the_file_and_continues_in_the_next() {
+    use std::os::unix::fs::PermissionsExt;
     let jdk = &jdks()[0];
     let (socket, _) = scratch_socket("roll");
     let pattern = socket.with_file_name("part-%n.trc");
+    for n in 0..2 {
+        let victim = socket.with_file_name(format!("victim-{}", n));
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, socket.with_file_name(format!("part-{}.trc", n)))
+            .unwrap();
+    }
     let options = format!(
         "capture=bci,start=paused,control={},file={}",
         socket.display(),
@@ -230,6 +239,18 @@ fn roll_finishes_the_file_and_continues_in_the_next() {
     ok(&socket, &["flush"]);
     ok(&socket, &["stop"]);
     jvm.quit();
+    for n in 0..2 {
+        let victim = socket.with_file_name(format!("victim-{}", n));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "victim-{}", n);
+        let meta = std::fs::symlink_metadata(socket.with_file_name(format!("part-{}.trc", n)));
+        let meta = meta.unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "part-{}.trc is a file of its own",
+            n
+        );
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "part-{}.trc", n);
+    }
     let first = by_burst(&read_trace(&socket.with_file_name("part-0.trc")));
     let second = by_burst(&read_trace(&socket.with_file_name("part-1.trc")));
     assert_eq!(

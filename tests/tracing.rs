@@ -195,6 +195,18 @@ macro_rules! capture_tests {
             }
         }
 
+        /// A virtual thread (JDK 21+) is a thread of its own: its calls are its own, in
+        /// order, whichever of the two carriers ran them (its run() begins on one and ends on
+        /// another), and none is its carrier's.
+        #[test]
+        fn each_virtual_thread_has_its_own_calls_across_carriers() {
+            let Some(jdk) = jdks().into_iter().find(|j| j.name != "jdk17") else {
+                println!("skipping virtual threads: they need JDK 21+, and only JDK 17 is installed");
+                return;
+            };
+            virtual_threads_are_threads(&jdk, CAPTURE, 16);
+        }
+
         #[test]
         fn allocations_of_a_class_and_of_int_arrays_are_counted_exactly() {
             for jdk in jdks() {
@@ -548,6 +560,138 @@ mod bci {
         capture_tests!("capture=bci", "tptp-xml");
     }
 }
+/// Runs VirtualThreads with `n` virtual threads, vt-i calling step() 10*(i%10+1) times:
+/// each is defined once, starts and ends, enters and leaves its run() once and step() as
+/// often as it called it, and no step() is left to a carrier.
+fn virtual_threads_are_threads(jdk: &Jdk, options: &str, n: u64) {
+    let (run, trace) = traced(jdk, options, &["VirtualThreads", &n.to_string()]);
+    let steps = |i: u64| 10 * (i % 10 + 1);
+    let sum: u64 = (0..n)
+        .map(|i| (0..steps(i)).map(|k| k * 31 + 7).sum::<u64>())
+        .sum();
+    assert_eq!(
+        run.stdout.trim(),
+        format!("virtual threads={} total={}", n, sum)
+    );
+    let moved: u64 = run
+        .stderr
+        .trim()
+        .strip_prefix("moved between carriers: ")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected stderr: {}", run.stderr));
+    assert!(
+        moved > 0,
+        "no virtual thread changed carriers: the test proves nothing"
+    );
+    let calls = calls(&trace);
+    let on = |method: &str, thread: u32| {
+        calls
+            .get(&(method.to_string(), thread))
+            .copied()
+            .unwrap_or_default()
+    };
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let named = trace.threads_named(&format!("vt-{}", i));
+        assert_eq!(named.len(), 1, "vt-{} defined once", i);
+        let id = named[0];
+        assert_eq!(
+            on("VirtualThreads.step", id),
+            (steps(i), steps(i)),
+            "vt-{}",
+            i
+        );
+        assert_eq!(
+            on("VirtualThreads$1.run", id),
+            (1, 1),
+            "vt-{}: its run()",
+            i
+        );
+        ids.push(id);
+    }
+    let all: u64 = (0..n).map(steps).sum();
+    assert_eq!(
+        total(&calls, "VirtualThreads.step"),
+        (all, all),
+        "no step() on a carrier"
+    );
+    for name in ["THREAD_START", "THREAD_END"] {
+        let of_vthreads = trace
+            .events
+            .iter()
+            .filter(|(_, e)| e.name() == name && e.thread().is_some_and(|t| ids.contains(&t)))
+            .count();
+        assert_eq!(of_vthreads as u64, n, "{} of each virtual thread", name);
+    }
+}
+
+/// The trial of the issue that asked for them: 2,000 virtual threads, both captures.
+#[test]
+fn two_thousand_virtual_threads_are_two_thousand_threads() {
+    let Some(jdk) = jdks().into_iter().find(|j| j.name != "jdk17") else {
+        println!("skipping virtual threads: they need JDK 21+, and only JDK 17 is installed");
+        return;
+    };
+    for capture in ["capture=events", "capture=bci"] {
+        let log = scratch("vlog").join("jlive.log");
+        let options = format!("{},log={}", capture, log.display());
+        virtual_threads_are_threads(&jdk, &options, 2000);
+        // Their names were let go as they ended: what is left is the platform threads.
+        let log = std::fs::read_to_string(&log).expect("log");
+        let left = number_before(&log, " threads still described");
+        assert!(left < 50, "{}: {} threads still described", capture, left);
+    }
+}
+
+/// Virtual threads that began before a burst are followed from their first mount in it: each
+/// called step() five times and waited before the burst began, then called it 10*(i%10+1)
+/// times. Their runs began before the burst: neither entry nor leave is written.
+#[test]
+fn virtual_threads_that_began_before_a_burst_are_followed_in_it() {
+    let Some(jdk) = jdks().into_iter().find(|j| j.name != "jdk17") else {
+        println!("skipping virtual threads: they need JDK 21+, and only JDK 17 is installed");
+        return;
+    };
+    for capture in ["capture=events", "capture=bci"] {
+        let dir = scratch("vburst");
+        let file = dir.join("t.trc");
+        let mut c = std::process::Command::new(jdk.java());
+        c.arg(format!(
+            "-agentpath:{}=start=paused,control=off,{},file={}",
+            agent().display(),
+            capture,
+            file.display()
+        ));
+        c.arg("-cp")
+            .arg(format!("{}:{}", classes().display(), api_jar().display()))
+            .args(["VirtualThreads", "40", "burst"]);
+        let traced = run(c);
+        assert_eq!(traced.code, Some(0), "{}: {}", capture, traced.stderr);
+        let trace = read_trace(&file);
+        let calls = calls(&trace);
+        for i in 0..40u64 {
+            let named = trace.threads_named(&format!("vt-{}", i));
+            assert_eq!(named.len(), 1, "{}: vt-{} defined once", capture, i);
+            let on = |method: &str| {
+                calls
+                    .get(&(method.to_string(), named[0]))
+                    .copied()
+                    .unwrap_or_default()
+            };
+            let steps = 10 * (i % 10 + 1);
+            assert_eq!(
+                on("VirtualThreads.step"),
+                (steps, steps),
+                "{}: vt-{}",
+                capture,
+                i
+            );
+            assert_eq!(on("VirtualThreads$1.run"), (0, 0), "{}: vt-{}", capture, i);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn xrun_loads_as_an_agent() {
     let jdk = &jdks()[0];

@@ -38,6 +38,14 @@ pub const EVENT_GARBAGE_COLLECTION_FINISH: u32 = 82;
 pub const EVENT_OBJECT_FREE: u32 = 83;
 pub const EVENT_VM_OBJECT_ALLOC: u32 = 84;
 pub const EVENT_SAMPLED_OBJECT_ALLOC: u32 = 86;
+pub const EVENT_VIRTUAL_THREAD_START: u32 = 87;
+pub const EVENT_VIRTUAL_THREAD_END: u32 = 88;
+
+/// HotSpot's extension events (JDK 21+) sent when a virtual thread is mounted on a carrier
+/// thread (also right after VirtualThreadStart) and unmounted from it (also right before
+/// VirtualThreadEnd), on the carrier.
+pub const EXTENSION_VIRTUAL_THREAD_MOUNT: &str = "com.sun.hotspot.events.VirtualThreadMount";
+pub const EXTENSION_VIRTUAL_THREAD_UNMOUNT: &str = "com.sun.hotspot.events.VirtualThreadUnmount";
 
 pub const CLASS_STATUS_PREPARED: jint = 2;
 pub const CLASS_STATUS_ARRAY: jint = 16;
@@ -60,6 +68,7 @@ pub mod cap {
     pub const RETRANSFORM_CLASSES: u32 = 37;
     pub const RETRANSFORM_ANY_CLASS: u32 = 38;
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
+    pub const SUPPORT_VIRTUAL_THREADS: u32 = 44;
 }
 
 /// jvmtiCapabilities: 128 one-bit fields, least significant bit first.
@@ -83,14 +92,21 @@ impl Capabilities {
 pub type SampledObjectAllocFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, jthread, jobject, jclass, jlong);
 
-/// jvmtiEventCallbacks as JVMTI 11+ lays it out: jvmti-sys's struct (events 50..84), then
-/// event 85 (reserved) and 86 (SampledObjectAlloc).
+/// VirtualThreadStart, VirtualThreadEnd and the mount and unmount extension events: the
+/// virtual thread.
+pub type VirtualThreadFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, jthread);
+
+/// jvmtiEventCallbacks as JVMTI 21+ lays it out: jvmti-sys's struct (events 50..84), then
+/// event 85 (reserved), 86 (SampledObjectAlloc), 87 and 88 (VirtualThreadStart and End). An
+/// older JVM copies the part it knows.
 #[repr(C)]
 #[derive(Default)]
 pub struct EventCallbacks {
     pub base: jvmtiEventCallbacks,
     pub reserved85: Option<unsafe extern "C" fn()>,
     pub sampled_object_alloc: Option<SampledObjectAllocFn>,
+    pub virtual_thread_start: Option<VirtualThreadFn>,
+    pub virtual_thread_end: Option<VirtualThreadFn>,
 }
 
 /// A JVMTI error code with its name.
@@ -232,6 +248,44 @@ impl Jvmti {
     pub fn set_event(&self, event: u32, enable: bool) -> Result<()> {
         let mode: u32 = if enable { 1 } else { 0 };
         call!(self, 2, (u32, u32, jthread), mode, event, ptr::null_mut())
+    }
+
+    /// Sets the callback of the extension event named `id` and enables it (its index is its
+    /// event type); false when the JVM has no such event.
+    pub fn set_extension_event(&self, id: &str, callback: VirtualThreadFn) -> Result<bool> {
+        let mut count: jint = 0;
+        let mut infos: *mut ExtensionEventInfo = ptr::null_mut();
+        call!(
+            self,
+            125,
+            (*mut jint, *mut *mut ExtensionEventInfo),
+            &mut count,
+            &mut infos
+        )?;
+        let mut index = None;
+        for info in self.take_array(infos, count) {
+            // Each entry's strings and parameter array are the JVM's, freed here.
+            let name = self.take_string(info.id);
+            self.deallocate(info.short_description);
+            for param in self.take_array(info.params, info.param_count) {
+                self.deallocate(param.name);
+            }
+            if name == id {
+                index = Some(info.extension_event_index);
+            }
+        }
+        let Some(index) = index else {
+            return Ok(false);
+        };
+        call!(
+            self,
+            126,
+            (jint, Option<VirtualThreadFn>),
+            index,
+            Some(callback)
+        )?;
+        self.set_event(index as u32, true)?;
+        Ok(true)
     }
 
     pub fn set_heap_sampling_interval(&self, interval: jint) -> Result<()> {
@@ -443,6 +497,24 @@ impl Jvmti {
         call!(self, 107, (jobject, jlong), object, tag)
     }
 
+    /// The word this environment keeps for a thread (0: none yet).
+    pub fn thread_word(&self, thread: jthread) -> Result<usize> {
+        let mut data: *mut c_void = ptr::null_mut();
+        call!(self, 102, (jthread, *mut *mut c_void), thread, &mut data)?;
+        Ok(data as usize)
+    }
+
+    /// Keeps a word for a thread (JVMTI thread-local storage; a number, never dereferenced).
+    pub fn set_thread_word(&self, thread: jthread, word: usize) -> Result<()> {
+        call!(
+            self,
+            103,
+            (jthread, *const c_void),
+            thread,
+            word as *const c_void
+        )
+    }
+
     /// The name of a thread (NULL = the current thread). The thread group and context
     /// class loader references it returns are local references the caller's frame frees.
     pub fn thread_name(&self, thread: jthread) -> Result<String> {
@@ -525,6 +597,27 @@ struct ThreadInfo {
     context_class_loader: jobject,
 }
 
+/// jvmtiExtensionEventInfo.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ExtensionEventInfo {
+    extension_event_index: jint,
+    id: *mut c_char,
+    short_description: *mut c_char,
+    param_count: jint,
+    params: *mut ParamInfo,
+}
+
+/// jvmtiParamInfo.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ParamInfo {
+    name: *mut c_char,
+    kind: u32,
+    base_type: u32,
+    null_ok: u8,
+}
+
 /// jvmtiThreadGroupInfo.
 #[repr(C)]
 struct ThreadGroupInfo {
@@ -569,11 +662,11 @@ mod tests {
     }
 
     #[test]
-    fn callbacks_struct_reaches_event_86() {
-        // 35 slots for events 50..84, then 85 and 86.
+    fn callbacks_struct_reaches_event_88() {
+        // 35 slots for events 50..84, then 85 to 88.
         assert_eq!(
             std::mem::size_of::<EventCallbacks>(),
-            37 * std::mem::size_of::<usize>()
+            39 * std::mem::size_of::<usize>()
         );
     }
 }

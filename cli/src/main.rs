@@ -35,6 +35,12 @@ TRACE may be in any format jlive writes; its format is found by its first bytes.
 libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
 ";
 
+/// Writes to stdout; a reader that stopped reading (`jlive stats T | head`) is not an error.
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (command, rest) = match args.split_first() {
@@ -45,7 +51,7 @@ fn main() -> ExitCode {
         }
     };
     if matches!(rest.first().map(String::as_str), Some("--help" | "-h")) {
-        print!("{}", USAGE);
+        out(USAGE);
         return ExitCode::SUCCESS;
     }
     let result = match command {
@@ -58,7 +64,7 @@ fn main() -> ExitCode {
         "stats" => stats(rest),
         "convert" => convert(rest),
         "help" | "--help" | "-h" => {
-            print!("{}", USAGE);
+            out(USAGE);
             Ok(0)
         }
         other => Err(format!("unknown command '{}'\n\n{}", other, USAGE)),
@@ -135,8 +141,8 @@ fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
 fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
     match check_reader(file) {
         Ok(s) => {
-            println!(
-                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects ({})",
+            out(&format!(
+                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects ({})\n",
                 path,
                 s.events,
                 s.bursts,
@@ -144,11 +150,16 @@ fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
                 s.classes,
                 s.objects,
                 s.format.map_or("?", |f| f.name())
-            );
+            ));
             Ok(0)
         }
         Err(e) => {
-            println!("{}: bad at {}: {}", path, e.position(), e.message);
+            out(&format!(
+                "{}: bad at {}: {}\n",
+                path,
+                e.position(),
+                e.message
+            ));
             Ok(1)
         }
     }
@@ -188,7 +199,7 @@ fn convert(args: &[String]) -> Result<u8, String> {
             input, at
         );
     }
-    println!("{} -> {} ({})", input, output, format.name());
+    out(&format!("{} -> {} ({})\n", input, output, format.name()));
     Ok(0)
 }
 
@@ -203,7 +214,7 @@ fn stats(args: &[String]) -> Result<u8, String> {
     };
     let length = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
     let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
-    print!("{}", stats.report(top));
+    out(&stats.report(top));
     if let Some(at) = cut_at {
         let rest = match stats.format {
             Some(f) if f.is_text() => "the last line is left out".to_string(),

@@ -150,6 +150,18 @@ fn dump_and_stats_resolve_names() {
         "{}",
         checked
     );
+    // A reader that stops early (`jlive stats T | head`) is no error of jlive's.
+    for command in ["stats", "dump", "check"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jlive"))
+            .args([command, path])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.stderr.is_empty(), "{}: {}", command, text(&out));
+    }
 }
 
 /// The demo's trace converted to TPTP binary, to XML and back to JinsightLive: each checks,

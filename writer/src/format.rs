@@ -1,6 +1,7 @@
 //! The formats jlive writes: their names in `format=`, their files, how a file of each is
 //! recognised by its first bytes, and the sink that writes each ([`AnySink`]).
 
+use crate::file;
 use crate::jinsight::sink::big_endian;
 use crate::jinsight::JinsightSink;
 use crate::model::{Ending, Enter, Event, Leave, Sink, TraceInfo};
@@ -107,11 +108,12 @@ pub enum FormatSink {
     TptpXml(TptpSink<tptp::xml::Encoder<File>>),
 }
 
-/// What a sink of JinsightLive needs beyond the run: the header's platform (None: this
-/// machine's), which sets the byte order of events.
+/// What a sink needs beyond the run: JinsightLive's header platform (None: this machine's),
+/// which sets the byte order of events; the files' permissions (None: 0666 less the umask).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FormatOptions {
     pub platform: Option<u32>,
+    pub mode: Option<u32>,
 }
 
 impl FormatSink {
@@ -267,19 +269,25 @@ pub trait OpenSink: Sink + Send + Sized + 'static {
 
 impl<const BIG: bool> OpenSink for JinsightSink<File, BIG> {
     fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
-        JinsightSink::new(File::create(path)?, info, o.platform)
+        JinsightSink::new(file::create(path, o.mode)?, info, o.platform)
     }
 }
 
 impl OpenSink for TptpSink<tptp::binary::Encoder<File>> {
-    fn open(_: &[Format], path: &str, info: &TraceInfo, _: FormatOptions) -> io::Result<Self> {
-        TptpSink::new(tptp::binary::Encoder::new(File::create(path)?, info)?, info)
+    fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        TptpSink::new(
+            tptp::binary::Encoder::new(file::create(path, o.mode)?, info)?,
+            info,
+        )
     }
 }
 
 impl OpenSink for TptpSink<tptp::xml::Encoder<File>> {
-    fn open(_: &[Format], path: &str, info: &TraceInfo, _: FormatOptions) -> io::Result<Self> {
-        TptpSink::new(tptp::xml::Encoder::new(File::create(path)?, info)?, info)
+    fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        TptpSink::new(
+            tptp::xml::Encoder::new(file::create(path, o.mode)?, info)?,
+            info,
+        )
     }
 }
 

@@ -10,13 +10,15 @@
 //! - One folder per format, each with its layout drawn at the top of its `mod.rs`: the sink
 //!   (model events into the format), the encoder and decoder of its bytes, and the way back
 //!   into model events. [`jinsight`]: JinsightLive binary; [`tptp`]: Eclipse TPTP, binary and
-//!   XML. [`format`] names them and opens the sink of a run's formats.
+//!   XML. [`format`] names them and opens the sink of a run's formats; [`file`] creates
+//!   their files.
 //! - [`writer`]: the writer thread's loop: channel in, a sink's files out, flushed every 100 ms.
 //!
 //! And back: [`read`] opens a file of any format, found by its first bytes, as model events;
 //! [`check`] verifies one, [`stats`] summarises one.
 
 pub mod check;
+pub mod file;
 pub mod filter;
 pub mod format;
 pub mod jinsight;

@@ -68,6 +68,12 @@ pub enum RecordKind {
     /// The receiver of the constructor entered with [`PENDING_OBJECT`]: `key` = method,
     /// `arg` = object ID, `extra` = class key of the object.
     ObjectBound,
+    /// A virtual thread was mounted on the recording thread (a carrier): the records that
+    /// follow, up to its Unmount, are the virtual thread's, `key` (its thread key). Recorded
+    /// whether or not a burst records.
+    Mount,
+    /// The virtual thread mounted on the recording thread was taken off it.
+    Unmount,
 }
 
 /// One raw event as recorded on a JVM thread.
@@ -97,7 +103,7 @@ impl RecordKind {
     /// The kind whose discriminant is `v` (a wide slot's payload); None for no kind.
     pub fn from_u8(v: u8) -> Option<RecordKind> {
         use RecordKind::*;
-        const KINDS: [RecordKind; 12] = [
+        const KINDS: [RecordKind; 14] = [
             None,
             MethodEntry,
             MethodExit,
@@ -110,6 +116,8 @@ impl RecordKind {
             ObjectFree,
             UserEvent,
             ObjectBound,
+            Mount,
+            Unmount,
         ];
         KINDS.get(usize::from(v)).copied()
     }
@@ -297,6 +305,9 @@ pub trait Symbols: Send + Sync {
     fn message(&self, _key: u64) -> Option<String> {
         None
     }
+    /// A thread ended and was written: the writer will not ask for it again (what keeps the
+    /// registry of 100,000 short-lived virtual threads bounded).
+    fn thread_ended(&self, _key: ThreadKey) {}
 }
 
 /// What the agent sends to the writer thread. Control messages travel through the same
@@ -347,7 +358,7 @@ mod tests {
     #[test]
     fn records_come_back_from_their_slots() {
         let mut records = Vec::new();
-        for v in 1..=11u8 {
+        for v in 1..=13u8 {
             let kind = RecordKind::from_u8(v).unwrap();
             records.push(Record::new(kind, 100 + u64::from(v), 7, NO_OBJECT, 9));
             records.push(Record::new(kind, u64::MAX - 1, 1 << 40, 5, 9));
@@ -361,8 +372,8 @@ mod tests {
         }
         assert_eq!(batch.records().collect::<Vec<_>>(), records);
         // One slot: the entries of keys 7 and 2^28 - 1 (with any receiver) and the exit of
-        // key 2^28 - 1 (the only exit without an argument); the other 52 take two.
-        assert_eq!(batch.slots.len(), 3 + 2 * 52);
-        assert_eq!(RecordKind::from_u8(12), None);
+        // key 2^28 - 1 (the only exit without an argument); the other 62 take two.
+        assert_eq!(batch.slots.len(), 3 + 2 * 62);
+        assert_eq!(RecordKind::from_u8(14), None);
     }
 }

@@ -70,9 +70,23 @@ struct ThreadState {
     depth: u32,
     /// Traced entries in this file.
     tickets: u32,
+    /// On a carrier thread: the virtual thread mounted on it, whose records its batches hold.
+    mounted: Option<ThreadKey>,
+    /// The thread ended: its state is dropped once it is no longer the current one.
+    ended: bool,
 }
 
 impl ThreadState {
+    /// Nothing to keep: as a state not yet made (a thread that ended may still be the
+    /// current one of a carrier's batch until its Unmount, and leaves such a state).
+    fn is_blank(&self) -> bool {
+        self.id.is_none()
+            && self.frames.is_empty()
+            && self.depth == 0
+            && self.tickets == 0
+            && self.mounted.is_none()
+    }
+
     /// Counts an entry (a traced method goes one deeper and takes the next ticket) and, with
     /// `frame`, pushes its frame; returns the depth and ticket.
     #[inline(always)]
@@ -263,6 +277,23 @@ impl<S: Sink> Resolver<S> {
         })
     }
 
+    /// Which virtual thread each carrier runs, to be followed in the next file of a roll.
+    pub fn mounts(&self) -> Vec<(ThreadKey, ThreadKey)> {
+        let current = std::iter::once((&self.current.0, &self.current.1));
+        self.threads
+            .iter()
+            .chain(current)
+            .filter_map(|(&carrier, state)| state.mounted.map(|v| (carrier, v)))
+            .collect()
+    }
+
+    /// Takes up [`Resolver::mounts`] of the file before.
+    pub fn follow_mounts(&mut self, mounts: &[(ThreadKey, ThreadKey)]) {
+        for &(carrier, vthread) in mounts {
+            self.state(carrier).mounted = Some(vthread);
+        }
+    }
+
     pub fn in_burst(&self) -> bool {
         self.in_burst
     }
@@ -314,24 +345,60 @@ impl<S: Sink> Resolver<S> {
     }
 
     /// Writes one thread's batch.
+    /// Writes one thread's batch. The batch of a carrier thread holds, between a Mount and its
+    /// Unmount, the records of the virtual thread mounted on it: they are that thread's.
     pub fn batch(&mut self, batch: &Batch) -> io::Result<()> {
-        let slots = &batch.slots[..];
+        let carrier = batch.thread;
         if !self.in_burst {
-            let n = batch.records().count() as u64;
-            self.counts.records += n;
-            self.counts.outside_burst += n;
+            // Nothing is written, but which virtual thread each carrier runs is followed, and
+            // the state of a thread that ends is let go.
+            for r in batch.records() {
+                self.counts.records += 1;
+                let mounted = self.threads.get(&carrier).and_then(|s| s.mounted);
+                match r.kind {
+                    RecordKind::Mount => self.state(carrier).mounted = Some(r.key as ThreadKey),
+                    RecordKind::Unmount => self.state(carrier).mounted = None,
+                    RecordKind::ThreadEnd => {
+                        let thread = mounted.unwrap_or(carrier);
+                        self.threads.remove(&thread);
+                        self.symbols.thread_ended(thread);
+                    }
+                    _ => self.counts.outside_burst += 1,
+                }
+            }
             return Ok(());
         }
-        let state = self.threads.remove(&batch.thread).unwrap_or_default();
-        self.current = (batch.thread, state);
-        let result = self.batch_slots(batch.thread, slots, batch.overhead);
+        let start = self.threads.get(&carrier).and_then(|s| s.mounted);
+        let key = start.unwrap_or(carrier);
+        let state = self.threads.remove(&key).unwrap_or_default();
+        self.current = (key, state);
+        let result = self.batch_slots(carrier, &batch.slots, batch.overhead);
         let (key, state) = std::mem::take(&mut self.current);
-        self.threads.insert(key, state);
+        self.put_back(key, state);
         result
     }
 
+    /// Keeps a thread's state in the table, unless it ended or holds nothing.
+    fn put_back(&mut self, key: ThreadKey, state: ThreadState) {
+        if !state.ended && !state.is_blank() {
+            self.threads.insert(key, state);
+        }
+    }
+
+    /// Makes `key` the thread whose records follow in the batch of `carrier`: a virtual thread
+    /// mounted on it, or the carrier itself.
+    fn switch_to(&mut self, carrier: ThreadKey, key: ThreadKey) {
+        if self.current.0 != key {
+            let (old, state) = std::mem::take(&mut self.current);
+            self.put_back(old, state);
+            let state = self.threads.remove(&key).unwrap_or_default();
+            self.current = (key, state);
+        }
+        self.state(carrier).mounted = (key != carrier).then_some(key);
+    }
+
     /// The records of a batch, common runs in one loop, the rest one by one.
-    fn batch_slots(&mut self, thread: ThreadKey, slots: &[Slot], overhead: u32) -> io::Result<()> {
+    fn batch_slots(&mut self, carrier: ThreadKey, slots: &[Slot], overhead: u32) -> io::Result<()> {
         let mut i = 0;
         while i < slots.len() {
             let n = self.common_run(&slots[i..], overhead)?;
@@ -342,12 +409,18 @@ impl<S: Sink> Resolver<S> {
             };
             self.counts.records += 1;
             i += width;
-            if record.kind == RecordKind::MethodEntry && record.arg == PENDING_OBJECT {
-                let bound = bound_receiver(record.key, &slots[i..], overhead);
-                self.constructor_entry(thread, &record, bound.as_ref())?;
-            } else {
-                record.ticks = self.file_ticks(record.ticks);
-                self.record(thread, &record)?;
+            let thread = self.current.0;
+            match record.kind {
+                RecordKind::Mount => self.switch_to(carrier, record.key as ThreadKey),
+                RecordKind::Unmount => self.switch_to(carrier, carrier),
+                RecordKind::MethodEntry if record.arg == PENDING_OBJECT => {
+                    let bound = bound_receiver(record.key, &slots[i..], overhead);
+                    self.constructor_entry(thread, &record, bound.as_ref())?;
+                }
+                _ => {
+                    record.ticks = self.file_ticks(record.ticks);
+                    self.record(thread, &record)?;
+                }
             }
         }
         Ok(())
@@ -480,7 +553,10 @@ impl<S: Sink> Resolver<S> {
                 let state = self.state(thread);
                 state.frames = Vec::new();
                 state.depth = 0;
-                match state.id {
+                state.ended = true;
+                let id = state.id;
+                self.symbols.thread_ended(thread);
+                match id {
                     Some(id) => self.emit(Event::ThreadEnd {
                         ticks: r.ticks,
                         thread: id,
@@ -505,7 +581,11 @@ impl<S: Sink> Resolver<S> {
                 }),
                 None => Ok(()),
             },
-            RecordKind::None | RecordKind::ObjectBound => Ok(()),
+            // Mount and Unmount are followed by `batch_slots`.
+            RecordKind::None
+            | RecordKind::ObjectBound
+            | RecordKind::Mount
+            | RecordKind::Unmount => Ok(()),
         }
     }
 
@@ -1041,6 +1121,98 @@ mod tests {
             }
         }
         s.finish(Some(2500)).unwrap().0 .0
+    }
+
+    /// A carrier's batch: `(kind, key)` records at ticks 1, 2, ...
+    fn carrier_batch(carrier: ThreadKey, from: u64, records: &[(RecordKind, u64)]) -> Batch {
+        let mut b = Batch::new(carrier, 3);
+        for (i, &(kind, key)) in records.iter().enumerate() {
+            let extra = if kind == RecordKind::MethodEntry || kind == RecordKind::MethodExit {
+                3
+            } else {
+                0
+            };
+            let arg = if kind == RecordKind::MethodEntry {
+                NO_OBJECT
+            } else {
+                0
+            };
+            b.push(&Record::new(kind, from + i as u64, key, arg, extra));
+        }
+        b
+    }
+
+    /// The events as "thread what": thread names, entries and leaves by method key.
+    fn story(events: &[Event]) -> Vec<String> {
+        let mut names = HashMap::new();
+        let mut out = Vec::new();
+        for e in events {
+            let (thread, what) = match e {
+                Event::ThreadDefine(t) => {
+                    names.insert(t.id, t.name.clone());
+                    continue;
+                }
+                Event::ThreadStart { thread, .. } => (*thread, "start".to_string()),
+                Event::ThreadEnd { thread, .. } => (*thread, "end".to_string()),
+                Event::MethodEnter(e) => (e.thread, format!("enter {}", e.method.index)),
+                Event::MethodLeave(l) => (l.thread, format!("leave {}", l.method.index)),
+                _ => continue,
+            };
+            out.push(format!("{} {}", names[&thread], what));
+        }
+        out
+    }
+
+    /// A virtual thread's records lie in the batches of the carriers that ran it, between a
+    /// Mount and an Unmount: they are its own, its stack carried from one carrier to the
+    /// next; its carrier's records around them are the carrier's. Its end lets its state go.
+    #[test]
+    fn a_virtual_threads_records_are_its_own_on_any_carrier() {
+        use RecordKind::{
+            MethodEntry as In, MethodExit as Out, Mount, ThreadEnd, ThreadStart, Unmount,
+        };
+        let config = ResolverConfig {
+            filter: ClassFilter::new(&[], &[]),
+            entries_only: false,
+            stck: None,
+        };
+        let mut s = Resolver::new(Collect::default(), Arc::new(Registry), config);
+        // Mounted before the burst: followed all the same.
+        s.batch(&carrier_batch(7, 1, &[(Mount, 21)])).unwrap();
+        s.begin_burst(5).unwrap();
+        let batches = [
+            carrier_batch(7, 10, &[(In, 0), (Unmount, 0), (In, 1), (Mount, 20)]),
+            carrier_batch(7, 20, &[(ThreadStart, 0), (In, 1), (In, 2), (Unmount, 0)]),
+            carrier_batch(7, 30, &[(Out, 1)]),
+            carrier_batch(8, 40, &[(Mount, 20), (Out, 2), (Out, 1), (ThreadEnd, 0)]),
+            carrier_batch(8, 50, &[(Unmount, 0), (In, 0)]),
+        ];
+        for b in &batches {
+            s.batch(b).unwrap();
+        }
+        assert!(
+            !s.threads.contains_key(&20),
+            "an ended thread's state is let go"
+        );
+        assert_eq!(s.mounts(), vec![]);
+        s.batch(&carrier_batch(8, 60, &[(Mount, 22)])).unwrap();
+        assert_eq!(s.mounts(), vec![(8, 22)]);
+        let events = s.finish(None).unwrap().0 .0;
+        assert_eq!(
+            story(&events),
+            [
+                "t21 enter 0",
+                "t7 enter 1",
+                "t20 start",
+                "t20 enter 1",
+                "t20 enter 2",
+                "t7 leave 1",
+                "t20 leave 2",
+                "t20 leave 1",
+                "t20 end",
+                "t8 enter 0",
+            ]
+        );
     }
 
     #[test]

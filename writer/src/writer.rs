@@ -235,6 +235,7 @@ impl<S: Sink> Loop<'_, S> {
             return;
         };
         let was_open = old.in_burst();
+        let mounts = old.mounts();
         self.done_bursts += u64::from(old.counts().bursts);
         if self.error.is_none() {
             match old.finish(rate) {
@@ -247,7 +248,8 @@ impl<S: Sink> Loop<'_, S> {
         }
         self.stats.rolled.fetch_add(1, Ordering::Relaxed);
         match reopen(path) {
-            Ok(session) => {
+            Ok(mut session) => {
+                session.follow_mounts(&mounts);
                 self.session = Some(session);
                 self.error = None;
                 if let Ok(mut slot) = self.stats.error.lock() {
