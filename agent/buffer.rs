@@ -36,7 +36,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use jlive_writer::record::{push_record, Batch, Message, Record, RecordKind, Slot, ThreadKey};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// One thread's records. Only the owning thread appends; others collect under the handshake.
@@ -48,12 +48,16 @@ pub struct ThreadBuffer {
     /// Above 0 while the agent itself runs Java code on this thread (not traced).
     quiet: AtomicU32,
     records: UnsafeCell<Vec<Slot>>,
+    /// Where in `records` the records of the virtual thread last mounted here begin (0 once
+    /// they were taken); kept with `records`.
+    mounted_at: AtomicUsize,
     /// Serialises the cold operations (retire, collect) of this buffer.
     cold: Mutex<()>,
 }
 
-// SAFETY: `records` is only touched by the owner while `busy` is set and tracing is on, or by
-// one collector (holding `cold`) after the handshake has shut the owner out.
+// SAFETY: `records` is only touched by the owner while `busy` is set (and, but for the
+// records stored always, tracing is on), or by one collector (holding `cold`) after the
+// handshake has shut the owner out.
 unsafe impl Sync for ThreadBuffer {}
 
 /// Recording state shared by every thread.
@@ -225,6 +229,7 @@ impl Hub {
             paused: AtomicBool::new(false),
             quiet: AtomicU32::new(0),
             records: UnsafeCell::new(Vec::with_capacity(self.capacity)),
+            mounted_at: AtomicUsize::new(0),
             cold: Mutex::new(()),
         });
         self.buffers.lock().push(buffer.clone());
@@ -271,6 +276,11 @@ impl Hub {
     /// Starts recording (a burst has begun).
     pub fn start(&self) {
         self.tracing.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops recording at once (the writer failed); the burst is ended after.
+    pub fn stop(&self) {
+        self.tracing.store(false, Ordering::SeqCst);
     }
 
     /// Stops recording and sends every thread's partial batch to the writer, so that the next
@@ -366,10 +376,11 @@ impl ThreadBuffer {
         self.store(hub, kind, ticks, key, 0, Some(0), true, true)
     }
 
-    /// Sends this thread's records to the writer now (the owner only). A virtual thread
-    /// taken off this carrier may go on on another: its records here must reach the writer
-    /// before the ones it makes there.
-    pub fn send_now(&self, hub: &Hub) {
+    /// Stores an Unmount record; then, with `send`, if the virtual thread recorded anything
+    /// since its Mount, sends this thread's records to the writer now (the owner only): it
+    /// may go on on another carrier, and what it recorded here must reach the writer before
+    /// what it records there.
+    pub fn unmount(&self, hub: &Hub, ticks: u64, send: bool) {
         self.busy.store(true, Ordering::Relaxed);
         owner_fence();
         while self.paused.load(Ordering::Relaxed) {
@@ -378,7 +389,16 @@ impl ThreadBuffer {
         // SAFETY: busy is set and no collector was seen (module comment); only this thread
         // appends.
         let records = unsafe { &mut *self.records.get() };
-        if !records.is_empty() {
+        let recorded = records.len() > self.mounted_at.load(Ordering::Relaxed);
+        if records.len() + 2 > hub.capacity {
+            self.hand_over(hub, records, true);
+        }
+        push_record(
+            records,
+            &Record::new(RecordKind::Unmount, ticks, 0, 0, 0),
+            hub.batch_overhead(),
+        );
+        if send && recorded {
             self.hand_over(hub, records, true);
         }
         self.busy.store(false, Ordering::Release);
@@ -422,6 +442,9 @@ impl ThreadBuffer {
             &Record::new(kind, ticks, key, arg, extra),
             hub.batch_overhead(),
         );
+        if kind == RecordKind::Mount {
+            self.mounted_at.store(records.len(), Ordering::Relaxed);
+        }
         self.busy.store(false, Ordering::Release);
         true
     }
@@ -473,6 +496,7 @@ impl ThreadBuffer {
 
     #[cold]
     fn hand_over(&self, hub: &Hub, records: &mut Vec<Slot>, blocking: bool) {
+        self.mounted_at.store(0, Ordering::Relaxed);
         let full = std::mem::replace(records, hub.empty_vec());
         if let Some(kept) = hub.send(self.key, full, blocking) {
             // The channel is full and this callback may not wait: keep growing instead.
@@ -488,6 +512,7 @@ impl ThreadBuffer {
         if records.is_empty() {
             return Vec::new();
         }
+        self.mounted_at.store(0, Ordering::Relaxed);
         std::mem::replace(records, hub.empty_vec())
     }
 }

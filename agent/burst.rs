@@ -108,6 +108,9 @@ impl Profiler {
             return Err("the JVM is shutting down".into());
         }
         let flags = flags.unwrap_or_else(|| self.default_flags());
+        // What threads stored between bursts (virtual threads' mounts and ends) goes before
+        // the burst's beginning.
+        self.hub.collect();
         let ticks = clock::ticks();
         self.hub.control(Message::BurstBegin { ticks });
         if let Some(label) = label.filter(|l| !l.is_empty()) {

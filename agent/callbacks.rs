@@ -12,7 +12,7 @@ use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
 use crate::profiler::{self, Profiler};
 use jlive_writer::record::{
-    ClassKey, RecordKind, ThreadInfo, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT,
+    ClassKey, RecordKind, ThreadInfo, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT, UNKNOWN_THREAD,
 };
 use jni_sys::{jclass, jlong, jobject, JNIEnv};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -306,13 +306,14 @@ fn mounted_virtual_thread(p: &'static Profiler, jvmti: Jvmti, vthread: jthread) 
 pub extern "C" fn virtual_thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
-        let Some(key) = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread) else {
-            return;
-        };
+        let key = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread);
         if let Some(b) = carrier_buffer(p) {
             let ticks = clock::ticks();
-            b.append_always(&p.hub, RecordKind::Mount, ticks, key);
-            b.append(&p.hub, RecordKind::ThreadStart, ticks, 0, 0, Some(0), true);
+            let mount = key.unwrap_or(u64::from(UNKNOWN_THREAD));
+            b.append_always(&p.hub, RecordKind::Mount, ticks, mount);
+            if key.is_some() {
+                b.append(&p.hub, RecordKind::ThreadStart, ticks, 0, 0, Some(0), true);
+            }
         }
     });
 }
@@ -329,37 +330,34 @@ pub extern "C" fn virtual_thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthr
             let ticks = clock::ticks();
             b.append_always(&p.hub, RecordKind::Mount, ticks, key);
             b.append_always(&p.hub, RecordKind::ThreadEnd, ticks, 0);
-            b.append_always(&p.hub, RecordKind::Unmount, ticks, 0);
+            b.unmount(&p.hub, ticks, false);
         }
     });
 }
 
-/// The mount extension event: the carrier's records that follow are the virtual thread's.
+/// The mount extension event: the carrier's records that follow are the virtual thread's (or
+/// nobody's, for one that no burst has seen: it may have run since before the burst began,
+/// and what it records until it next leaves its carrier is dropped, not given to the carrier).
 pub extern "C" fn virtual_thread_mount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
-        let Some(key) = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread) else {
-            return;
-        };
+        let key = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread);
         if let Some(b) = carrier_buffer(p) {
-            b.append_always(&p.hub, RecordKind::Mount, clock::ticks(), key);
+            let mount = key.unwrap_or(u64::from(UNKNOWN_THREAD));
+            b.append_always(&p.hub, RecordKind::Mount, clock::ticks(), mount);
         }
     });
 }
 
-/// The unmount extension event: the carrier's records that follow are its own again. The
-/// virtual thread may go on on another carrier at once: what it recorded here is sent first.
+/// The unmount extension event: the carrier's records that follow are its own again. A
+/// followed virtual thread may go on on another carrier at once: what it recorded here is
+/// sent first.
 pub extern "C" fn virtual_thread_unmount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
-        if virtual_thread_key(Jvmti::from_raw(env), vthread).is_none() {
-            return;
-        }
+        let followed = virtual_thread_key(Jvmti::from_raw(env), vthread).is_some();
         if let Some(b) = carrier_buffer(p) {
-            b.append_always(&p.hub, RecordKind::Unmount, clock::ticks(), 0);
-            if p.hub.is_tracing() {
-                b.send_now(&p.hub);
-            }
+            b.unmount(&p.hub, clock::ticks(), followed && p.hub.is_tracing());
         }
     });
 }

@@ -421,7 +421,8 @@ impl Options {
             "filemode" => {
                 self.filemode = u32::from_str_radix(value, 8)
                     .ok()
-                    .filter(|&m| m <= 0o777 && !value.is_empty() && value.len() <= 4)
+                    .filter(|&m| m <= 0o777 && value.len() <= 4)
+                    .filter(|_| value.bytes().all(|b| (b'0'..=b'7').contains(&b)))
                     .ok_or_else(|| {
                         bad_value(key, value, "octal permissions such as 0600 or 0644")
                     })?
@@ -592,7 +593,7 @@ mod tests {
         );
         assert_eq!(Options::parse("filemode=0644").unwrap().filemode, 0o644);
         assert_eq!(Options::parse("filemode=640").unwrap().filemode, 0o640);
-        for bad in ["999", "1777", "", "rw-r--r--"] {
+        for bad in ["999", "1777", "", "rw-r--r--", "+644"] {
             let e = Options::parse(&format!("filemode={}", bad)).unwrap_err().0;
             assert!(e.contains("octal permissions"), "{}", e);
         }

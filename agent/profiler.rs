@@ -119,6 +119,35 @@ impl Files {
     }
 }
 
+/// The writer cannot write (or failed): recording stops at once, and the open burst is ended
+/// on a thread of its own (ending it sends to the writer, and needs JVMTI).
+fn stop_recording() {
+    let Some(p) = get() else { return };
+    p.hub.stop();
+    let ended = std::thread::Builder::new()
+        .name("jlive-stop".into())
+        .spawn(move || {
+            crate::buffer::mark_agent_thread();
+            if p.closed.load(Ordering::SeqCst) || p.vm.attach_daemon(c"jlive stop").is_none() {
+                return;
+            }
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.end_burst(p.jvmti)));
+            p.vm.detach_current();
+        });
+    if ended.is_err() {
+        log::warn("cannot end the burst: recording is stopped, but the JVM's events stay on");
+    }
+}
+
+/// A panic's message.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
 /// Opens the first file and starts the writer thread on it, compiled for the run's format
 /// ([`with_sink`]).
 struct StartWriter {
@@ -151,7 +180,31 @@ impl WithSink for StartWriter {
                 crate::ffi::os::lower_thread_priority(WRITER_NICE);
                 let mut reopen =
                     |path: &str| files.open::<S>(path, clock::refined_rate().unwrap_or(rate));
-                writer::run(session, inbox, pool, &|m| log::warn(m), &stats, &mut reopen);
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    writer::run(
+                        session,
+                        inbox.clone(),
+                        pool.clone(),
+                        &|m| log::warn(m),
+                        &stop_recording,
+                        &stats,
+                        &mut reopen,
+                    )
+                }));
+                if let Err(panic) = run {
+                    // The file keeps what was flushed; the JVM goes on untraced.
+                    let what = panic_text(panic.as_ref());
+                    let error = format!("the writer failed: {}", what);
+                    log::warn(&format!(
+                        "{}; recording stopped (the file holds the events flushed before)",
+                        error
+                    ));
+                    if let Ok(mut slot) = stats.error.lock() {
+                        *slot = Some(error.clone());
+                    }
+                    stop_recording();
+                    writer::drain(&inbox, &pool, &error);
+                }
             })
             .map_err(|e| format!("cannot start the writer thread: {}", e))
     }
@@ -170,6 +223,11 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     if PROFILER.get().is_some() {
         return Err("libjlive.so is loaded twice; give it once".into());
     }
+    // Every panic is caught where it would cross into the JVM or end an agent thread, and
+    // said there in one `jlive:` line; its place goes to the log, not to the JVM's stderr.
+    std::panic::set_hook(Box::new(|info| {
+        log::info(&format!("internal error: {}", info));
+    }));
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
     let mut caps = add_capabilities(jvmti, &options)?;
     if caps.has(cap::SET_NATIVE_METHOD_PREFIX)
@@ -412,28 +470,29 @@ impl Profiler {
     /// in its carrier's buffer between a mount and an unmount record, which tell the writer
     /// whose they are.
     fn follow_virtual_threads(&self, jvmti: Jvmti) {
-        let mounts = [
-            (
-                jvmti::EXTENSION_VIRTUAL_THREAD_MOUNT,
-                callbacks::virtual_thread_mount as jvmti::VirtualThreadFn,
-            ),
-            (
-                jvmti::EXTENSION_VIRTUAL_THREAD_UNMOUNT,
-                callbacks::virtual_thread_unmount,
-            ),
-        ]
-        .into_iter()
-        .all(
-            |(id, callback)| match jvmti.set_extension_event(id, callback) {
-                Ok(found) => found,
-                Err(e) => {
-                    log::warn(&format!("cannot enable {}: {}", id, e));
-                    false
-                }
-            },
-        );
-        if !mounts {
+        let index = |id| match jvmti.extension_event(id) {
+            Ok(index) => index,
+            Err(e) => {
+                log::warn(&format!("cannot list the JVM's extension events: {}", e));
+                None
+            }
+        };
+        let (Some(mount), Some(unmount)) = (
+            index(jvmti::EXTENSION_VIRTUAL_THREAD_MOUNT),
+            index(jvmti::EXTENSION_VIRTUAL_THREAD_UNMOUNT),
+        ) else {
             log::warn("this JVM names no virtual thread mount events: the calls of virtual threads are their carriers'");
+            return;
+        };
+        // Both or neither: mounts without unmounts would give every carrier's later calls away.
+        let both = jvmti
+            .set_extension_event(mount, Some(callbacks::virtual_thread_mount))
+            .and_then(|()| {
+                jvmti.set_extension_event(unmount, Some(callbacks::virtual_thread_unmount))
+            });
+        if let Err(e) = both {
+            let _ = jvmti.set_extension_event(mount, None);
+            log::warn(&format!("cannot follow virtual threads: {}", e));
             return;
         }
         for event in [
@@ -563,7 +622,8 @@ impl Profiler {
                     self.registry.thread_count()
                 ));
                 if let Some(e) = s.error {
-                    log::warn(&format!(
+                    // Said on stderr once already, when it happened.
+                    log::info(&format!(
                         "the trace {} is incomplete: {}",
                         self.stats.file(),
                         e

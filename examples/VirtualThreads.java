@@ -9,11 +9,16 @@ import jlive.Jlive;
  * stdout and to stderr how many virtual threads ran on more than one carrier (that depends on
  * the scheduler). Args: N (default 8), then "burst" to have every virtual thread call step()
  * five times and wait before a burst begins (jlive.Jlive, on the class path), and end it once
- * they are all done, or "short" for short-lived ones: vt-i calls step() twice with a yield
+ * they are all done; one more, "spin", holds a carrier from before the burst until 100 ms after
+ * it began, calling step() 1000 times once it has begun. Or "short" for short-lived
+ * ones: vt-i calls step() twice with a yield
  * between (its cost is the virtual threads', not the calls'), and stderr says nothing of the
  * carriers. On a JDK without virtual threads: prints "no virtual threads", exits 2.
  */
 public class VirtualThreads {
+    static volatile boolean begun;
+    static volatile boolean released;
+
     static int step(int x) {
         return x * 31 + 7;
     }
@@ -75,13 +80,36 @@ public class VirtualThreads {
                 }
             });
         }
+        Thread spin = null;
+        if (burst) {
+            final CountDownLatch spinning = new CountDownLatch(1);
+            ofVirtualClass.getMethod("name", String.class).invoke(builder, "spin");
+            spin = (Thread) unstarted.invoke(builder, new Runnable() {
+                public void run() {
+                    spinning.countDown();
+                    while (!begun) {
+                        // spins
+                    }
+                    spinWork();
+                    while (!released) {
+                        // spins
+                    }
+                }
+            });
+            spin.start();
+            spinning.await();
+        }
         for (Thread t : threads) {
             t.start();
         }
         if (burst) {
             waiting.await();
             Jlive.beginBurst("virtual threads");
+            begun = true;
             go.countDown();
+            Thread.sleep(100);
+            released = true;
+            spin.join();
         }
         long total = 0;
         int movers = 0;
@@ -96,6 +124,14 @@ public class VirtualThreads {
         System.out.println("virtual threads=" + n + " total=" + total);
         if (!short_) {
             System.err.println("moved between carriers: " + movers);
+        }
+    }
+
+    /** The spinning virtual thread's work once the burst has begun (a method of its own, not
+     * compiled into its spinning loop). */
+    static void spinWork() {
+        for (int k = 0; k < 1000; k++) {
+            step(-2);
         }
     }
 

@@ -268,6 +268,52 @@ fn roll_finishes_the_file_and_continues_in_the_next() {
     );
 }
 
+/// A file that cannot grow past 1 MiB (`ulimit -f` in sh's 512-byte blocks; HotSpot ignores
+/// SIGXFSZ, so the write fails with EFBIG as on a full disk): the burst ends at once, status
+/// says why, the program runs on untraced, and the file holds every event before the one the
+/// limit cut.
+#[test]
+fn a_file_that_cannot_grow_ends_the_burst_at_once() {
+    let jdk = &jdks()[0];
+    let (socket, file) = scratch_socket("efbig");
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(format!(
+        "ulimit -f 2048; exec {} -agentpath:{}=control={},file={} -cp {} Phases",
+        jdk.java().display(),
+        agent().display(),
+        socket.display(),
+        file.display(),
+        classes().display()
+    ));
+    let mut jvm = Driven::spawn(c);
+    let mut status = String::new();
+    for _ in 0..200 {
+        jvm.phase(3);
+        status = ok(&socket, &["status"]);
+        if status.contains("state=paused") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        status.contains("state=paused") && status.contains("error=\"File too large"),
+        "{}",
+        status
+    );
+    jvm.phase(1);
+    jvm.quit();
+    let data = std::fs::read(&file).unwrap();
+    assert!(data.len() <= 1024 * 1024, "{} bytes", data.len());
+    let err = jlive_writer::check::check(&data).unwrap_err();
+    assert!(err.cut_short, "{}", err);
+    let trace = Trace::decode(&data).expect("every whole event decodes");
+    assert_eq!(trace.cut_at, Some(err.offset));
+    assert!(
+        total(&calls(&trace), "Phases.p3").0 > 1000,
+        "the calls before the cut"
+    );
+}
+
 #[test]
 fn timed_bursts_open_and_close_on_time() {
     for jdk in jdks() {

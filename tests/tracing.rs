@@ -645,7 +645,9 @@ fn two_thousand_virtual_threads_are_two_thousand_threads() {
 
 /// Virtual threads that began before a burst are followed from their first mount in it: each
 /// called step() five times and waited before the burst began, then called it 10*(i%10+1)
-/// times. Their runs began before the burst: neither entry nor leave is written.
+/// times. Their runs began before the burst: neither entry nor leave is written. One more was
+/// calling step() on its carrier when the burst began, and left it only at its end: its calls
+/// are no one's (not its carrier's).
 #[test]
 fn virtual_threads_that_began_before_a_burst_are_followed_in_it() {
     let Some(jdk) = jdks().into_iter().find(|j| j.name != "jdk17") else {
@@ -688,6 +690,13 @@ fn virtual_threads_that_began_before_a_burst_are_followed_in_it() {
             );
             assert_eq!(on("VirtualThreads$1.run"), (0, 0), "{}: vt-{}", capture, i);
         }
+        let all: u64 = (0..40u64).map(|i| 10 * (i % 10 + 1)).sum();
+        assert_eq!(
+            total(&calls, "VirtualThreads.step"),
+            (all, all),
+            "{}: no step() on a carrier",
+            capture
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -763,10 +772,40 @@ fn a_full_disk_leaves_the_program_alone() {
     assert_eq!(run.stdout.trim(), "fib(20) = 6765");
     assert!(
         run.stderr
-            .contains("jlive: writing the trace failed: No space left on device"),
+            .starts_with("jlive: writing the trace failed: No space left on device"),
         "{}",
         run.stderr
     );
+    assert_eq!(run.stderr.lines().count(), 1, "one line: {}", run.stderr);
+}
+
+/// A panic on the writer thread (injected: JLIVE_FAULT) stops recording with one `jlive:`
+/// line; the JVM runs to its end with its output unchanged.
+#[test]
+fn a_panic_on_the_writer_thread_stops_recording_and_spares_the_jvm() {
+    for jdk in jdks() {
+        let dir = scratch("panic");
+        let file = dir.join("t.trc");
+        let mut c = java_command(
+            &jdk,
+            Some(&format!("file={}", file.display())),
+            &["Workers", "8"],
+        );
+        c.env("JLIVE_FAULT", "writer-panic:3");
+        let run = run(c);
+        assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
+        assert_eq!(run.stdout.trim(), "workers=8 total=3161694000");
+        assert!(
+            run.stderr.starts_with(
+                "jlive: the writer failed: fault injected by JLIVE_FAULT at batch 3; recording stopped"
+            ),
+            "{}: {}",
+            jdk.name,
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// The byte offset at which a position of `format`'s files begins (a line of a text format).

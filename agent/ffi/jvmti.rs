@@ -250,9 +250,9 @@ impl Jvmti {
         call!(self, 2, (u32, u32, jthread), mode, event, ptr::null_mut())
     }
 
-    /// Sets the callback of the extension event named `id` and enables it (its index is its
-    /// event type); false when the JVM has no such event.
-    pub fn set_extension_event(&self, id: &str, callback: VirtualThreadFn) -> Result<bool> {
+    /// The index (its event type) of the extension event named `id`; None when the JVM has no
+    /// such event.
+    pub fn extension_event(&self, id: &str) -> Result<Option<jint>> {
         let mut count: jint = 0;
         let mut infos: *mut ExtensionEventInfo = ptr::null_mut();
         call!(
@@ -274,18 +274,18 @@ impl Jvmti {
                 index = Some(info.extension_event_index);
             }
         }
-        let Some(index) = index else {
-            return Ok(false);
-        };
-        call!(
-            self,
-            126,
-            (jint, Option<VirtualThreadFn>),
-            index,
-            Some(callback)
-        )?;
-        self.set_event(index as u32, true)?;
-        Ok(true)
+        Ok(index)
+    }
+
+    /// Sets (and enables) or, with None, clears (and disables) the callback of the extension
+    /// event `index`.
+    pub fn set_extension_event(
+        &self,
+        index: jint,
+        callback: Option<VirtualThreadFn>,
+    ) -> Result<()> {
+        call!(self, 126, (jint, Option<VirtualThreadFn>), index, callback)?;
+        self.set_event(index as u32, callback.is_some())
     }
 
     pub fn set_heap_sampling_interval(&self, interval: jint) -> Result<()> {

@@ -83,6 +83,7 @@ impl WithSink for Writer {
                 self.messages,
                 self.pool,
                 &|m| eprintln!("{}", m),
+                &|| {},
                 &stats,
                 &mut reopen,
             )

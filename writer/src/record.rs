@@ -33,6 +33,11 @@ pub type ClassKey = u32;
 /// The agent's key for a thread: a serial assigned when its buffer is created (never 0).
 pub type ThreadKey = u32;
 
+/// The key of a Mount whose virtual thread is not followed (it was mounted before a burst
+/// began and has not left its carrier since): its records are dropped, never given to the
+/// carrier.
+pub const UNKNOWN_THREAD: ThreadKey = u32::MAX;
+
 /// Object ID meaning "no object" (a static call).
 pub use crate::model::NO_OBJECT;
 /// Receiver of a constructor entry that a later [`RecordKind::ObjectBound`] names.

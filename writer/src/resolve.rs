@@ -50,6 +50,8 @@ pub struct Counts {
     pub classes_over_limit: u32,
     /// Records that arrived outside a burst (none are expected).
     pub outside_burst: u64,
+    /// Records of a virtual thread not followed ([`UNKNOWN_THREAD`]), dropped.
+    pub unknown_thread: u64,
 }
 
 /// 24 bytes: every call pushes and pops one.
@@ -344,30 +346,14 @@ impl<S: Sink> Resolver<S> {
         Ok((self.sink, events, bytes))
     }
 
-    /// Writes one thread's batch.
     /// Writes one thread's batch. The batch of a carrier thread holds, between a Mount and its
     /// Unmount, the records of the virtual thread mounted on it: they are that thread's.
     pub fn batch(&mut self, batch: &Batch) -> io::Result<()> {
-        let carrier = batch.thread;
         if !self.in_burst {
-            // Nothing is written, but which virtual thread each carrier runs is followed, and
-            // the state of a thread that ends is let go.
-            for r in batch.records() {
-                self.counts.records += 1;
-                let mounted = self.threads.get(&carrier).and_then(|s| s.mounted);
-                match r.kind {
-                    RecordKind::Mount => self.state(carrier).mounted = Some(r.key as ThreadKey),
-                    RecordKind::Unmount => self.state(carrier).mounted = None,
-                    RecordKind::ThreadEnd => {
-                        let thread = mounted.unwrap_or(carrier);
-                        self.threads.remove(&thread);
-                        self.symbols.thread_ended(thread);
-                    }
-                    _ => self.counts.outside_burst += 1,
-                }
-            }
+            self.follow(batch);
             return Ok(());
         }
+        let carrier = batch.thread;
         let start = self.threads.get(&carrier).and_then(|s| s.mounted);
         let key = start.unwrap_or(carrier);
         let state = self.threads.remove(&key).unwrap_or_default();
@@ -376,6 +362,33 @@ impl<S: Sink> Resolver<S> {
         let (key, state) = std::mem::take(&mut self.current);
         self.put_back(key, state);
         result
+    }
+
+    /// Reads a batch without writing it (outside a burst, or when the file cannot be written):
+    /// which virtual thread each carrier runs is followed, and what is kept of a thread that
+    /// ends is let go.
+    pub fn follow(&mut self, batch: &Batch) {
+        let carrier = batch.thread;
+        for r in batch.records() {
+            self.counts.records += 1;
+            let mounted = self.threads.get(&carrier).and_then(|s| s.mounted);
+            match r.kind {
+                RecordKind::Mount => self.state(carrier).mounted = Some(r.key as ThreadKey),
+                RecordKind::Unmount => self.state(carrier).mounted = None,
+                RecordKind::ThreadEnd => {
+                    let thread = mounted.unwrap_or(carrier);
+                    if thread != UNKNOWN_THREAD {
+                        self.threads.remove(&thread);
+                        self.symbols.thread_ended(thread);
+                    }
+                }
+                _ => self.counts.outside_burst += 1,
+            }
+        }
+        // A carrier's own state holds nothing else outside a burst.
+        if let Some(state) = self.threads.remove(&carrier) {
+            self.put_back(carrier, state);
+        }
     }
 
     /// Keeps a thread's state in the table, unless it ended or holds nothing.
@@ -413,6 +426,7 @@ impl<S: Sink> Resolver<S> {
             match record.kind {
                 RecordKind::Mount => self.switch_to(carrier, record.key as ThreadKey),
                 RecordKind::Unmount => self.switch_to(carrier, carrier),
+                _ if thread == UNKNOWN_THREAD => self.counts.unknown_thread += 1,
                 RecordKind::MethodEntry if record.arg == PENDING_OBJECT => {
                     let bound = bound_receiver(record.key, &slots[i..], overhead);
                     self.constructor_entry(thread, &record, bound.as_ref())?;
@@ -952,6 +966,8 @@ fn bound_receiver(key: MethodKey, rest: &[Slot], overhead: u32) -> Option<Record
             RecordKind::MethodExit if depth == 0 => return None,
             RecordKind::MethodExit => depth -= 1,
             RecordKind::ObjectBound if depth == 0 && r.key == key => return Some(r),
+            // Another thread's records follow.
+            RecordKind::Mount | RecordKind::Unmount => return None,
             _ => {}
         }
     }
@@ -1186,6 +1202,13 @@ mod tests {
             carrier_batch(7, 30, &[(Out, 1)]),
             carrier_batch(8, 40, &[(Mount, 20), (Out, 2), (Out, 1), (ThreadEnd, 0)]),
             carrier_batch(8, 50, &[(Unmount, 0), (In, 0)]),
+            // A virtual thread not followed: its records are nobody's.
+            carrier_batch(
+                9,
+                60,
+                &[(Mount, u64::from(UNKNOWN_THREAD)), (In, 0), (Out, 0)],
+            ),
+            carrier_batch(9, 70, &[(In, 1), (Unmount, 0), (In, 2)]),
         ];
         for b in &batches {
             s.batch(b).unwrap();
@@ -1194,8 +1217,9 @@ mod tests {
             !s.threads.contains_key(&20),
             "an ended thread's state is let go"
         );
+        assert_eq!(s.counts().unknown_thread, 3);
         assert_eq!(s.mounts(), vec![]);
-        s.batch(&carrier_batch(8, 60, &[(Mount, 22)])).unwrap();
+        s.batch(&carrier_batch(8, 80, &[(Mount, 22)])).unwrap();
         assert_eq!(s.mounts(), vec![(8, 22)]);
         let events = s.finish(None).unwrap().0 .0;
         assert_eq!(
@@ -1211,6 +1235,7 @@ mod tests {
                 "t20 leave 1",
                 "t20 end",
                 "t8 enter 0",
+                "t9 enter 2",
             ]
         );
     }

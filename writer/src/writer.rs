@@ -3,8 +3,10 @@
 //! to the next file when asked, and flushes the file at least every 100 ms. What it has
 //! written is published in [`WriterStats`] for `status`.
 //!
-//! A write error (disk full, file removed) is reported once through the log callback; the
-//! loop then keeps draining the channel so that no JVM thread ever blocks on a dead writer.
+//! A write error (disk full, file removed) is reported once through the log callback, and
+//! the `stop` callback asks the agent to stop recording (a roll to a new file may resume);
+//! the loop then keeps draining the channel so that no JVM thread ever blocks on a dead
+//! writer. After a panic of the writer's own, [`drain`] does the same.
 
 use crate::model::Sink;
 use crate::record::{Message, Slot};
@@ -68,6 +70,7 @@ struct Loop<'a, S: Sink> {
     session: Option<Resolver<S>>,
     error: Option<String>,
     log: &'a dyn Fn(&str),
+    stop: &'a dyn Fn(),
     stats: &'a WriterStats,
     /// Events and bytes of the files already finished.
     done_events: u64,
@@ -81,13 +84,17 @@ pub fn run<S: Sink>(
     messages: Receiver<Message>,
     pool: Sender<Vec<Slot>>,
     log: &dyn Fn(&str),
+    stop: &dyn Fn(),
     stats: &WriterStats,
     reopen: &mut Reopen<'_, S>,
 ) -> Summary {
+    let fault = injected_fault();
+    let mut batches = 0u64;
     let mut l = Loop {
         session: Some(session),
         error: None,
         log,
+        stop,
         stats,
         done_events: 0,
         done_bytes: 0,
@@ -118,8 +125,16 @@ pub fn run<S: Sink>(
         }
         match received {
             Ok(Message::Batch(mut batch)) => {
+                batches += 1;
+                if fault == Some(batches) {
+                    panic!("fault injected by JLIVE_FAULT at batch {}", batches);
+                }
                 dirty = true;
-                l.apply(|s| s.batch(&batch));
+                match (&l.error, l.session.as_mut()) {
+                    // Unwritable: what is kept of threads that end is still let go.
+                    (Some(_), Some(s)) => s.follow(&batch),
+                    _ => l.apply(|s| s.batch(&batch)),
+                }
                 batch.slots.clear();
                 let _ = pool.try_send(batch.slots);
             }
@@ -176,6 +191,41 @@ pub fn run<S: Sink>(
     l.close(None)
 }
 
+/// `JLIVE_FAULT=writer-panic:N`: the writer panics at its Nth batch (for the test that a
+/// writer's panic stops recording and leaves the JVM alone).
+fn injected_fault() -> Option<u64> {
+    std::env::var("JLIVE_FAULT")
+        .ok()?
+        .strip_prefix("writer-panic:")?
+        .parse()
+        .ok()
+}
+
+/// What is left of a writer that panicked: receives until Close (answered with `error`) or
+/// until every sender is gone, returning emptied vectors to the pool, so that no JVM thread
+/// waits on it.
+pub fn drain(messages: &Receiver<Message>, pool: &Sender<Vec<Slot>>, error: &str) {
+    while let Ok(message) = messages.recv() {
+        match message {
+            Message::Batch(mut batch) => {
+                batch.slots.clear();
+                let _ = pool.try_send(batch.slots);
+            }
+            Message::Flush { done: Some(done) } => {
+                let _ = done.send(());
+            }
+            Message::Close { done, .. } => {
+                let _ = done.send(Summary {
+                    error: Some(error.to_string()),
+                    ..Summary::default()
+                });
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
 impl<S: Sink> Loop<'_, S> {
     /// Runs `f` on the resolver unless the file has failed; notes the first error.
     fn apply(&mut self, f: impl FnOnce(&mut Resolver<S>) -> std::io::Result<()>) {
@@ -192,7 +242,7 @@ impl<S: Sink> Loop<'_, S> {
         if let Err(e) = result {
             self.fail(
                 &format!(
-                    "writing the trace failed: {}; further events are discarded",
+                    "writing the trace failed: {}; recording stopped (the file holds the events before)",
                     e
                 ),
                 e,
@@ -207,6 +257,7 @@ impl<S: Sink> Loop<'_, S> {
             if let Ok(mut slot) = self.stats.error.lock() {
                 *slot = Some(e.to_string());
             }
+            (self.stop)();
         }
     }
 

@@ -907,7 +907,7 @@ fn an_idle_writer_sleeps() {
         let stats = WriterStats::default();
         let mut reopen = |_: &str| Err(std::io::Error::other("no roll"));
         let start = thread_cpu_time();
-        run(session, rx, pool, &|_| {}, &stats, &mut reopen);
+        run(session, rx, pool, &|_| {}, &|| {}, &stats, &mut reopen);
         thread_cpu_time() - start
     });
     tx.send(Message::BurstBegin { ticks: 1 }).unwrap();
