@@ -33,10 +33,14 @@
 use crate::clock;
 use crate::ffi::os;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use jlive_writer::record::{push_record, Batch, Message, Record, RecordKind, Slot, ThreadKey};
+use jlive_writer::record::{
+    drop_records, push_record, Batch, Message, Record, RecordKind, Slot, ThreadKey,
+};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 
 /// One thread's records. Only the owning thread appends; others collect under the handshake.
@@ -72,6 +76,8 @@ pub struct Hub {
     /// records carry it (their batch says it for them).
     overhead: Option<u32>,
     next_key: AtomicU32,
+    drop_when_behind: AtomicBool,
+    dropped: AtomicU64,
 }
 
 /// True once this process is registered for membarrier: owners need no hardware fence.
@@ -160,7 +166,25 @@ impl Hub {
             capacity: (buffer_bytes / std::mem::size_of::<Slot>()).max(64),
             overhead,
             next_key: AtomicU32::new(1),
+            drop_when_behind: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
         }
+    }
+
+    /// overflow=drop: a thread whose batch finds the channel full drops its method records
+    /// instead of waiting (see [`jlive_writer::record::drop_records`]).
+    pub fn drop_when_behind(&self) {
+        self.drop_when_behind.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the channel to the writer has no room.
+    fn is_full(&self) -> bool {
+        self.messages.is_full()
+    }
+
+    /// Method records dropped so far (overflow=drop).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// capture=bci's constant agent overhead per record (None: each record's is measured).
@@ -391,7 +415,7 @@ impl ThreadBuffer {
         let records = unsafe { &mut *self.records.get() };
         let recorded = records.len() > self.mounted_at.load(Ordering::Relaxed);
         if records.len() + 2 > hub.capacity {
-            self.hand_over(hub, records, true);
+            self.hand_over(hub, records, true, true);
         }
         push_record(
             records,
@@ -399,7 +423,9 @@ impl ThreadBuffer {
             hub.batch_overhead(),
         );
         if send && recorded {
-            self.hand_over(hub, records, true);
+            // Waits even with overflow=drop: dropped here, its records would be marked lost
+            // after the ones it makes on its next carrier.
+            self.hand_over(hub, records, true, false);
         }
         self.busy.store(false, Ordering::Release);
     }
@@ -433,7 +459,7 @@ impl ThreadBuffer {
         // until busy is cleared (module comment); only this thread appends.
         let records = unsafe { &mut *self.records.get() };
         if records.len() + 2 > hub.capacity {
-            self.hand_over(hub, records, blocking);
+            self.hand_over(hub, records, blocking, true);
         }
         let extra = extra
             .unwrap_or_else(|| clock::ticks().wrapping_sub(ticks).min(u64::from(u32::MAX)) as u32);
@@ -494,9 +520,19 @@ impl ThreadBuffer {
         owner_fence();
     }
 
+    /// Sends the full buffer: waiting for room (`blocking`), or keeping and growing it (a
+    /// callback that may not wait). With overflow=drop and `may_drop`, when there is no room,
+    /// its method records are dropped instead and the rest stays (unless that is most of it).
     #[cold]
-    fn hand_over(&self, hub: &Hub, records: &mut Vec<Slot>, blocking: bool) {
+    fn hand_over(&self, hub: &Hub, records: &mut Vec<Slot>, blocking: bool, may_drop: bool) {
         self.mounted_at.store(0, Ordering::Relaxed);
+        if may_drop && blocking && hub.drop_when_behind.load(Ordering::Relaxed) && hub.is_full() {
+            let dropped = drop_records(records, hub.batch_overhead());
+            hub.dropped.fetch_add(dropped, Ordering::Relaxed);
+            if records.len() <= hub.capacity / 2 {
+                return;
+            }
+        }
         let full = std::mem::replace(records, hub.empty_vec());
         if let Some(kept) = hub.send(self.key, full, blocking) {
             // The channel is full and this callback may not wait: keep growing instead.

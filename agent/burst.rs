@@ -219,11 +219,12 @@ impl Profiler {
         let state = self.bursts.lock();
         let s = &self.stats;
         let mut line = format!(
-            "state={} bursts={} events={} bytes={} dropped=0 threads={} file={} pid={} main={}",
+            "state={} bursts={} events={} bytes={} dropped={} threads={} file={} pid={} main={}",
             if state.is_open() { "tracing" } else { "paused" },
             state.count,
             s.events.load(Ordering::Relaxed),
             s.bytes.load(Ordering::Relaxed),
+            self.hub.dropped(),
             self.hub.threads(),
             s.file(),
             std::process::id(),

@@ -71,6 +71,8 @@ pub struct Options {
     pub buffer: usize,
     /// Permissions of the trace files.
     pub filemode: u32,
+    /// overflow=drop: drop method records rather than wait for a writer that is behind.
+    pub drop_when_behind: bool,
     /// None = stderr.
     pub log: Option<String>,
     pub help: bool,
@@ -99,6 +101,7 @@ impl Default for Options {
             platform: None,
             buffer: 64 * 1024,
             filemode: 0o600,
+            drop_when_behind: false,
             log: None,
             help: false,
             paused: false,
@@ -203,6 +206,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "header platform; selects event byte order",
     ),
     ("buffer", "64k", "per-thread buffer size (4k..64m)"),
+    (
+        "overflow",
+        "wait | drop",
+        "when the writer is behind: a thread waits (nothing lost), or drops its batch's method records, counted in status and marked in the trace",
+    ),
     ("log", "stderr | PATH", "where jlive's own messages go"),
     ("help", "", "print this table and exit"),
 ];
@@ -418,6 +426,13 @@ impl Options {
             }
             "platform" => self.platform = platform(value)?,
             "buffer" => self.buffer = size(key, value)?,
+            "overflow" => {
+                self.drop_when_behind = match value {
+                    "wait" => false,
+                    "drop" => true,
+                    _ => return Err(bad_value(key, value, "wait, drop")),
+                }
+            }
             "filemode" => {
                 self.filemode = u32::from_str_radix(value, 8)
                     .ok()
@@ -592,6 +607,9 @@ mod tests {
             "trace files are the user's alone by default"
         );
         assert_eq!(Options::parse("filemode=0644").unwrap().filemode, 0o644);
+        assert!(!o.drop_when_behind, "nothing is lost by default");
+        assert!(Options::parse("overflow=drop").unwrap().drop_when_behind);
+        assert!(Options::parse("overflow=some").is_err());
         assert_eq!(Options::parse("filemode=640").unwrap().filemode, 0o640);
         for bad in ["999", "1777", "", "rw-r--r--", "+644"] {
             let e = Options::parse(&format!("filemode={}", bad)).unwrap_err().0;

@@ -297,6 +297,9 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     ));
     let overhead = (options.capture == Capture::Bci).then(record_overhead);
     let hub = Hub::new(messages, pool_in, options.buffer, overhead);
+    if options.drop_when_behind {
+        hub.drop_when_behind();
+    }
     let filter = ClassFilter::new(&options.include, &options.exclude);
     if options.capture == Capture::Bci {
         registry.use_bci();
@@ -615,6 +618,12 @@ impl Profiler {
                     s.counts.classes,
                     self.stats.file()
                 ));
+                if self.hub.dropped() > 0 {
+                    log::warn(&format!(
+                        "overflow=drop: {} method records were dropped, the writer being behind (each place is marked in the trace)",
+                        self.hub.dropped()
+                    ));
+                }
                 // Names are let go as threads end (a server may start millions of virtual
                 // threads): what remains are the threads still running.
                 log::info(&format!(

@@ -701,6 +701,97 @@ fn virtual_threads_that_began_before_a_burst_are_followed_in_it() {
     }
 }
 
+/// overflow=drop with a writer held back (the trace goes into a pipe read 4 KiB every 5 ms, the
+/// buffers and the channel small): threads drop method records instead of waiting, each
+/// place is marked, and on every worker the entries written plus the entries dropped are the
+/// program's own count; the file checks (the stacks resynchronised at each mark).
+#[test]
+fn overflow_drop_counts_what_it_drops_exactly() {
+    use std::io::Read;
+    let jdk = &jdks()[0];
+    let dir = scratch("overflow");
+    let fifo = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut pipe = std::fs::File::open(&fifo).unwrap();
+            let (mut data, mut chunk) = (Vec::new(), [0u8; 4096]);
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) | Err(_) => break data,
+                    Ok(n) => data.extend_from_slice(&chunk[..n]),
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let run = java(
+        jdk,
+        Some(&format!(
+            "file={},overflow=drop,buffer=4k,capture=bci,include=Workers*",
+            fifo.display()
+        )),
+        &["Workers", "8"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "workers=8 total=3161694000");
+    let data = reader.join().unwrap();
+    if let Err(e) = check(&data) {
+        panic!("the piped trace fails jlive check: {}", e);
+    }
+    let trace = Trace::decode(&data).unwrap();
+    let mut dropped: std::collections::HashMap<u32, u64> = Default::default();
+    let mut total_dropped = 0;
+    for (_, e) in &trace.events {
+        let Event::UserEvent { text, .. } = e else {
+            continue;
+        };
+        let Some(rest) = text.strip_prefix(jlive_writer::resolve::LOST_PREFIX) else {
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        // "E entries and X exits of thread T dropped; ..."
+        let (entries, exits): (u64, u64) = (words[0].parse().unwrap(), words[3].parse().unwrap());
+        let thread: u32 = words[7].parse().unwrap();
+        *dropped.entry(thread).or_default() += entries;
+        total_dropped += entries + exits;
+    }
+    assert!(
+        total_dropped > 0,
+        "nothing was dropped: the test proves nothing"
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "overflow=drop: {} method records were dropped",
+            total_dropped
+        )),
+        "{}",
+        run.stderr
+    );
+    let calls = calls(&trace);
+    for i in 0..8u64 {
+        let ids = trace.threads_named(&format!("worker-{}", i));
+        assert_eq!(ids.len(), 1, "worker-{}", i);
+        let written: u64 = calls
+            .iter()
+            .filter(|((_, t), _)| *t == ids[0])
+            .map(|(_, (entries, _))| entries)
+            .sum();
+        let lost = dropped.get(&ids[0]).copied().unwrap_or(0);
+        assert_eq!(
+            written + lost,
+            1000 * (i + 1) + 1,
+            "worker-{}: {} written + {} dropped (work() and run())",
+            i,
+            written,
+            lost
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn xrun_loads_as_an_agent() {
     let jdk = &jdks()[0];

@@ -79,6 +79,9 @@ pub enum RecordKind {
     Mount,
     /// The virtual thread mounted on the recording thread was taken off it.
     Unmount,
+    /// `overflow=drop`: the thread's method records from here were dropped (the writer was
+    /// behind): `key` entries, `arg` exits. See [`drop_records`].
+    Lost,
 }
 
 /// One raw event as recorded on a JVM thread.
@@ -108,7 +111,7 @@ impl RecordKind {
     /// The kind whose discriminant is `v` (a wide slot's payload); None for no kind.
     pub fn from_u8(v: u8) -> Option<RecordKind> {
         use RecordKind::*;
-        const KINDS: [RecordKind; 14] = [
+        const KINDS: [RecordKind; 15] = [
             None,
             MethodEntry,
             MethodExit,
@@ -123,6 +126,7 @@ impl RecordKind {
             ObjectBound,
             Mount,
             Unmount,
+            Lost,
         ];
         KINDS.get(usize::from(v)).copied()
     }
@@ -354,6 +358,45 @@ pub enum Message {
     },
 }
 
+/// What `overflow=drop` keeps of a batch the writer has no room for: every record but method
+/// entries and exits (what the writer needs to follow threads, objects and collections, and
+/// a small part of a batch), each run of dropped ones replaced by a [`RecordKind::Lost`]
+/// record at the ticks of its first. Returns how many records were dropped.
+pub fn drop_records(slots: &mut Vec<Slot>, overhead: u32) -> u64 {
+    let old = std::mem::take(slots);
+    let mut dropped = 0u64;
+    let mut run: Option<(u64, u64, u64)> = None; // ticks, entries, exits
+    let end_run = |slots: &mut Vec<Slot>, run: &mut Option<(u64, u64, u64)>| {
+        if let Some((ticks, entries, exits)) = run.take() {
+            let exits = exits.min(u64::from(u32::MAX)) as u32;
+            push_record(
+                slots,
+                &Record::new(RecordKind::Lost, ticks, entries, exits, 0),
+                overhead,
+            );
+        }
+    };
+    for r in Slot::records(&old, overhead) {
+        match r.kind {
+            RecordKind::MethodEntry | RecordKind::MethodExit => {
+                let (_, entries, exits) = run.get_or_insert((r.ticks, 0, 0));
+                if r.kind == RecordKind::MethodEntry {
+                    *entries += 1;
+                } else {
+                    *exits += 1;
+                }
+                dropped += 1;
+            }
+            _ => {
+                end_run(slots, &mut run);
+                push_record(slots, &r, overhead);
+            }
+        }
+    }
+    end_run(slots, &mut run);
+    dropped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,7 +406,7 @@ mod tests {
     #[test]
     fn records_come_back_from_their_slots() {
         let mut records = Vec::new();
-        for v in 1..=13u8 {
+        for v in 1..=14u8 {
             let kind = RecordKind::from_u8(v).unwrap();
             records.push(Record::new(kind, 100 + u64::from(v), 7, NO_OBJECT, 9));
             records.push(Record::new(kind, u64::MAX - 1, 1 << 40, 5, 9));
@@ -377,8 +420,52 @@ mod tests {
         }
         assert_eq!(batch.records().collect::<Vec<_>>(), records);
         // One slot: the entries of keys 7 and 2^28 - 1 (with any receiver) and the exit of
-        // key 2^28 - 1 (the only exit without an argument); the other 62 take two.
-        assert_eq!(batch.slots.len(), 3 + 2 * 62);
-        assert_eq!(RecordKind::from_u8(14), None);
+        // key 2^28 - 1 (the only exit without an argument); the other 67 take two.
+        assert_eq!(batch.slots.len(), 3 + 2 * 67);
+        assert_eq!(RecordKind::from_u8(15), None);
+    }
+
+    /// Dropping keeps what the writer needs to follow threads and objects, in order, and
+    /// counts each run of method records it drops where the run began.
+    #[test]
+    fn dropping_a_batch_keeps_all_but_method_records() {
+        use RecordKind::*;
+        let overhead = 3;
+        let mut b = Batch::new(1, overhead);
+        let kinds = [
+            MethodEntry,
+            MethodEntry,
+            MethodExit,
+            Mount,
+            MethodEntry,
+            ObjectAlloc,
+            MethodExit,
+            MethodExit,
+            Unmount,
+            ThreadEnd,
+            MethodEntry,
+        ];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            b.push(&Record::new(kind, 10 + i as u64, 5, NO_OBJECT, overhead));
+        }
+        let dropped = drop_records(&mut b.slots, overhead);
+        assert_eq!(dropped, 7);
+        let left: Vec<(RecordKind, u64, u64, u32)> = b
+            .records()
+            .map(|r| (r.kind, r.ticks, r.key, r.arg))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                (Lost, 10, 2, 1),
+                (Mount, 13, 5, NO_OBJECT),
+                (Lost, 14, 1, 0),
+                (ObjectAlloc, 15, 5, NO_OBJECT),
+                (Lost, 16, 0, 2),
+                (Unmount, 18, 5, NO_OBJECT),
+                (ThreadEnd, 19, 5, NO_OBJECT),
+                (Lost, 20, 1, 0),
+            ]
+        );
     }
 }

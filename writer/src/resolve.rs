@@ -52,7 +52,13 @@ pub struct Counts {
     pub outside_burst: u64,
     /// Records of a virtual thread not followed ([`UNKNOWN_THREAD`]), dropped.
     pub unknown_thread: u64,
+    /// Method entries and exits the agent dropped (overflow=drop).
+    pub lost_entries: u64,
+    pub lost_exits: u64,
 }
+
+/// How the user event that marks dropped records begins (`jlive stats` counts them).
+pub const LOST_PREFIX: &str = "jlive: overflow=drop: ";
 
 /// 24 bytes: every call pushes and pops one.
 #[derive(Clone, Copy)]
@@ -595,12 +601,50 @@ impl<S: Sink> Resolver<S> {
                 }),
                 None => Ok(()),
             },
+            RecordKind::Lost => self.lost(thread, r),
+            // The receiver of a constructor whose entry was dropped (overflow=drop): defined
+            // here, as the entry would have (a bound receiver already is).
+            RecordKind::ObjectBound => {
+                match self.object_def(r.arg, r.extra as ClassKey, NOT_ARRAY, r.ticks)? {
+                    Some(def) => self.emit(Event::ObjectDefine(def)),
+                    None => Ok(()),
+                }
+            }
             // Mount and Unmount are followed by `batch_slots`.
-            RecordKind::None
-            | RecordKind::ObjectBound
-            | RecordKind::Mount
-            | RecordKind::Unmount => Ok(()),
+            RecordKind::None | RecordKind::Mount | RecordKind::Unmount => Ok(()),
         }
+    }
+
+    /// Method records of `thread` were dropped (overflow=drop): a user event says how many,
+    /// and the thread's open frames are left there, so that what follows starts from an
+    /// empty stack (the exits of those frames, when they come, find none and are not written).
+    fn lost(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        self.counts.lost_entries += r.key;
+        self.counts.lost_exits += u64::from(r.arg);
+        let id = self.thread_id(thread, r.ticks)?;
+        let state = state_of(&mut self.current, &mut self.threads, thread);
+        let mut closed = 0u64;
+        while let Some(frame) = state.frames.pop() {
+            if let Some(method) = frame.method.method() {
+                self.sink.leave(Leave {
+                    ticks: r.ticks,
+                    thread: id,
+                    method,
+                    depth: state.depth,
+                    ticket: frame.ticket,
+                    overhead: 0,
+                })?;
+                state.depth -= 1;
+                closed += 1;
+            }
+        }
+        self.emit(Event::UserEvent {
+            ticks: r.ticks,
+            text: format!(
+                "{}{} entries and {} exits of thread {} dropped; {} open frames left here",
+                LOST_PREFIX, r.key, r.arg, id, closed
+            ),
+        })
     }
 
     fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {

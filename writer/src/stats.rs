@@ -3,6 +3,7 @@
 
 use crate::model::{Event, MethodId, ThreadId};
 use crate::read::{self, DecodeError, Trace};
+use crate::resolve::LOST_PREFIX;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -23,8 +24,12 @@ pub struct Stats {
     pub methods: Vec<MethodStats>,
     pub bursts: u64,
     pub ticks_per_microsecond: u32,
-    /// jlive's own notes in the trace (user events starting with "jlive:").
+    /// jlive's own notes in the trace (user events starting with "jlive:"), but the marks of
+    /// dropped records.
     pub notes: Vec<String>,
+    /// overflow=drop: the places where method records were dropped, the entries and the
+    /// exits dropped.
+    pub dropped: (u64, u64, u64),
     /// The format the trace was read in.
     pub format: Option<crate::format::Format>,
 }
@@ -56,6 +61,15 @@ impl Tally {
             Event::BurstBegin { .. } => {
                 self.stats.bursts += 1;
                 self.stacks.clear();
+            }
+            Event::UserEvent { text, .. } if text.starts_with(LOST_PREFIX) => {
+                // "E entries and X exits of thread T dropped; ..."
+                let words: Vec<&str> = text[LOST_PREFIX.len()..].split_whitespace().collect();
+                let count = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+                let d = &mut self.stats.dropped;
+                d.0 += 1;
+                d.1 += count(0).unwrap_or(0);
+                d.2 += count(3).unwrap_or(0);
             }
             Event::UserEvent { text, .. } if text.starts_with("jlive:") => {
                 self.stats.notes.push(text.clone());
@@ -165,6 +179,14 @@ impl Stats {
         );
         for note in &self.notes {
             let _ = writeln!(out, "{}", note);
+        }
+        let (places, entries, exits) = self.dropped;
+        if places > 0 {
+            let _ = writeln!(
+                out,
+                "{}{} entries and {} exits dropped in {} places (the writer was behind)",
+                LOST_PREFIX, entries, exits, places
+            );
         }
         let _ = writeln!(out, "\nevents by type:");
         for (name, n) in &self.by_type {

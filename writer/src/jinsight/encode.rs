@@ -150,7 +150,12 @@ impl<W: Write + Seek> Encoder<W> {
         counts[0..4].copy_from_slice(&events.to_le_bytes());
         counts[4..8].copy_from_slice(&max_threads.to_le_bytes());
         counts[8..12].copy_from_slice(&max_classes.to_le_bytes());
-        self.out.seek(SeekFrom::Start(COUNTS_OFFSET))?;
+        match self.out.seek(SeekFrom::Start(COUNTS_OFFSET)) {
+            // A pipe or a terminal: the header keeps the counts it began with (a reader counts
+            // the events itself up to TraceEnd).
+            Err(e) if e.raw_os_error() == Some(29) => return self.out.flush(), // ESPIPE
+            other => other?,
+        };
         self.out.write_all(&counts)?;
         if let Some(rate) = ticks_per_microsecond {
             self.out.seek(SeekFrom::Start(TICKS_PER_US_OFFSET))?;
