@@ -938,25 +938,7 @@ fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
         child.kill().unwrap();
         child.wait().unwrap();
         let data = std::fs::read(&file).unwrap();
-        let err = check(&data).unwrap_err();
-        // SIGKILL can stop the writer's write(2) between two pages, inside an event: then the
-        // file up to that event must be a trace that lacks only its end.
-        let cut = err.cut_short.then(|| err.line.unwrap_or(err.offset));
-        let whole = cut.map_or(data.len(), |at| byte_offset(format, &data, at));
-        let err = check(&data[..whole]).unwrap_err();
-        assert!(!err.cut_short, "{:?}: {}", format, err);
-        let end = match format {
-            Format::Jinsight => "no TraceEnd",
-            Format::Tptp | Format::TptpXml => "no agentDestroy",
-        };
-        assert!(
-            err.message.contains(end),
-            "{:?}: only the end is missing: {}",
-            format,
-            err
-        );
-        let trace = Trace::decode(&data).expect("every written event decodes");
-        assert_eq!(trace.cut_at, cut, "{:?}", format);
+        let trace = killed_trace(format, &data).expect("flushed");
         let (entries, _) = total(&calls(&trace), "Endless.tick");
         assert!(
             entries >= 100_000,
@@ -966,6 +948,126 @@ fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Checks the file of a JVM killed while it wrote `data`: it lacks only its end, or it was
+/// cut inside an event (SIGKILL can stop the writer's write(2) between two pages) and is such
+/// a trace up to that event. Some(where it was cut, if it was); None: killed before the first
+/// flush (nothing, or part of the header).
+fn check_killed(format: Format, data: &[u8]) -> Option<Option<usize>> {
+    if data.is_empty() {
+        return None;
+    }
+    let Err(err) = check(data) else {
+        return Some(None); // it had finished
+    };
+    let cut = err.cut_short.then(|| err.line.unwrap_or(err.offset));
+    let whole = cut.map_or(data.len(), |at| byte_offset(format, data, at));
+    if whole == 0 {
+        return None;
+    }
+    let err = check(&data[..whole]).unwrap_err();
+    assert!(!err.cut_short, "{:?}: {}", format, err);
+    let end = match format {
+        Format::Jinsight => "no TraceEnd",
+        Format::Tptp | Format::TptpXml => "no agentDestroy",
+    };
+    assert!(
+        err.message.contains(end),
+        "{:?}: only the end is missing: {}",
+        format,
+        err
+    );
+    Some(cut)
+}
+
+/// [`check_killed`], then every event before the cut decodes.
+fn killed_trace(format: Format, data: &[u8]) -> Option<Trace> {
+    let cut = check_killed(format, data)?;
+    let trace = Trace::decode(data).expect("every written event decodes");
+    assert_eq!(trace.cut_at, cut, "{:?}", format);
+    Some(trace)
+}
+
+/// SIGKILL at moments spread over traced h2 runs (start-up, recording, shutdown; the three
+/// formats in turn; h2's command classes traced, which keeps the XML files at 15 MB): each
+/// file reads up to its last flush, and `jlive stats` reads it (JLIVE_KILLS=N for more).
+#[test]
+fn kills_of_a_traced_h2_leave_every_file_readable() {
+    let kills: usize = std::env::var("JLIVE_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(50);
+    let jar = std::path::Path::new("/usr/share/java/h2.jar");
+    assert!(
+        jar.is_file(),
+        "Debian's h2 is missing: apt-get install -y libh2-java"
+    );
+    let jdk = &jdks()[0];
+    let dir = scratch("kills");
+    let script = h2_script(&dir);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut read, mut finished, mut torn) = (0, 0, 0);
+    for k in 0..kills {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let format = Format::ALL[k % 3];
+        let file = dir.join(format!("k{}.{}", k, format.extension()));
+        let mut child = std::process::Command::new(jdk.java())
+            .arg(format!(
+                "-agentpath:{}=capture=bci,include=org.h2.command.*,format={},file={}",
+                agent().display(),
+                format.name(),
+                file.display()
+            ))
+            .args(["-cp", jar.to_str().unwrap(), "org.h2.tools.RunScript"])
+            .args(["-url", "jdbc:h2:mem:k", "-script"])
+            .arg(&script)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // 20 to 620 ms: from VM start-up to about the end of a run.
+        std::thread::sleep(std::time::Duration::from_millis(20 + seed % 600));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        finished += usize::from(status.success());
+        let data = std::fs::read(&file).unwrap_or_default();
+        if let Some(cut) = check_killed(format, &data) {
+            read += 1;
+            torn += usize::from(cut.is_some());
+            let said = std::process::Command::new(jlive_bin())
+                .arg("stats")
+                .arg(&file)
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&said.stdout);
+            assert!(said.status.success(), "kill {}: jlive stats failed", k);
+            assert!(
+                out.starts_with("events: ") && !out.starts_with("events: 0 "),
+                "kill {}: {}",
+                k,
+                out
+            );
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+    println!(
+        "{} kills: {} files read ({} cut inside an event), {} runs had finished",
+        kills, read, torn, finished
+    );
+    assert!(
+        read * 4 >= kills * 3,
+        "most kills come after the first flush: {}",
+        read
+    );
+    assert!(
+        finished * 2 <= kills,
+        "most runs were killed, not finished: {}",
+        finished
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Entries and leaves of the example program's own methods (class names without a package).
