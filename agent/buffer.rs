@@ -335,6 +335,11 @@ impl Hub {
         }
     }
 
+    /// Bytes the threads' buffers hold (their capacity: each is allocated whole).
+    pub fn buffered_bytes(&self) -> usize {
+        self.threads() * self.capacity * std::mem::size_of::<Slot>()
+    }
+
     /// Threads with a buffer.
     pub fn threads(&self) -> usize {
         self.buffers.lock().len()

@@ -241,6 +241,14 @@ impl Profiler {
                 b.native.load(Ordering::Relaxed)
             ));
         }
+        // What jlive holds that could grow with a long run.
+        line.push_str(&format!(
+            " buffered_bytes={} described_threads={} writer_objects={} writer_threads={}",
+            self.hub.buffered_bytes(),
+            self.registry.thread_count(),
+            s.objects.load(Ordering::Relaxed),
+            s.thread_states.load(Ordering::Relaxed)
+        ));
         if let Some(e) = s.error() {
             line.push_str(&format!(" error={:?}", e));
         }

@@ -262,6 +262,65 @@ pub fn analyze(
     analyze_paths(code, pool, insns, is_ctor)
 }
 
+/// Whether every return leaves only its value on the operand stack. javac's code always does;
+/// generated code may leave more (jlink's SystemModules returns from under 300 values), which
+/// the verifier allows but a shared exit block, whose frame declares only the value, does not.
+/// The depth is known at the entry (0) and at each stack map frame (`frames`: offset, depth
+/// in slots), and stepped through from there; code after a goto, return, throw or switch
+/// has a frame when it is reachable (class files of version 50 on).
+pub fn returns_leave_only_their_value(
+    code: &Code,
+    pool: &ConstantPool,
+    insns: &[Insn],
+    frames: &[(usize, usize)],
+) -> Result<bool> {
+    let mut state = State {
+        stack: Vec::new(),
+        this_init: true,
+    };
+    let mut known = true;
+    let mut next_frame = frames.iter().peekable();
+    let (mut result, mut allocations) = (Analysis::default(), Default::default());
+    for insn in insns {
+        while next_frame.peek().is_some_and(|&&(at, _)| at < insn.pc) {
+            next_frame.next();
+        }
+        if let Some(&&(at, depth)) = next_frame.peek() {
+            if at == insn.pc {
+                state.stack.clear();
+                push(&mut state.stack, depth);
+                known = true;
+            }
+        }
+        if !known {
+            continue;
+        }
+        if is_return(insn.op) {
+            let value = match insn.op {
+                RETURN => 0,
+                173 | 175 => 2, // lreturn, dreturn
+                _ => 1,
+            };
+            if state.stack.len() != value {
+                return Ok(false);
+            }
+        }
+        if !falls_through(insn.op) || matches!(insn.op, GOTO | GOTO_W) {
+            known = false;
+            continue;
+        }
+        step(
+            &code.code,
+            pool,
+            insn,
+            &mut state,
+            &mut result,
+            &mut allocations,
+        )?;
+    }
+    Ok(true)
+}
+
 /// The pc of a constructor's super()/this() call if it is reached from the entry without a
 /// branch, a return, a throw or an instruction an exception handler covers.
 fn straight_super_call(code: &Code, pool: &ConstantPool, insns: &[Insn]) -> Result<Option<usize>> {

@@ -585,6 +585,8 @@ struct Place {
 #[derive(Default)]
 struct Scratch {
     insns: Vec<Insn>,
+    /// The stack map frames' offsets and stack depths.
+    depths: Vec<(usize, usize)>,
     places: Vec<Place>,
     /// Old code offset to instruction number (u32::MAX: inside an instruction); one entry
     /// past the end.
@@ -662,6 +664,7 @@ fn rewrite(
     let code = Code::parse(data)?;
     let Scratch {
         insns,
+        depths,
         places,
         index,
         code: out,
@@ -689,6 +692,19 @@ fn rewrite(
     let prologue = refs.gated_entry(pool, &push, weave, m.is_static, m.is_ctor)?;
     let rethrow = refs.gated_exit(pool, &push, code::ATHROW)?;
     let ret = insns.iter().find(|i| code::is_return(i.op)).map(|i| i.op);
+    if ret.is_some() {
+        // Every return jumps to one exit block, whose frame holds only the value returned.
+        depths.clear();
+        for a in &code.attributes {
+            if pool.utf8(a.name)? == b"StackMapTable" {
+                stackmap::stack_depths(&a.data, depths)?;
+            }
+        }
+        let clean = code::returns_leave_only_their_value(&code, pool, insns, depths);
+        if clean == Ok(false) {
+            return err("a return leaves more than its value on the operand stack");
+        }
+    }
     let exit_block = match ret {
         Some(ret) => refs.gated_exit(pool, &push, ret)?,
         None => Snippet::of(&[]),
@@ -1041,6 +1057,68 @@ mod tests {
         );
         assert_eq!(cf.pool.text(m.name).unwrap(), "m\0\u{1F600}");
         assert!(cf.pool.is_utf8(m.attributes[0].name, b"Code"));
+    }
+
+    /// class C { static String m(boolean b) }, assembled by hand; with `extra` an int pushed
+    /// first stays under the value at both returns (a same_locals_1_stack_item frame holds it
+    /// at the branch target).
+    fn class_with_extra_stack_at_a_return(extra: bool) -> Vec<u8> {
+        let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 11];
+        utf8s(
+            &mut class,
+            &[b"C", b"java/lang/Object", b"m", b"(Z)Ljava/lang/String;"],
+        );
+        class.extend_from_slice(&[7, 0, 1, 7, 0, 2]); // #5 Class C, #6 Class Object
+        utf8s(&mut class, &[b"Code", b"java/lang/String"]); // #7, #8
+        class.extend_from_slice(&[7, 0, 8]); // #9 Class String
+        utf8s(&mut class, &[b"StackMapTable"]); // #10
+        class.extend_from_slice(&[0x00, 0x21, 0, 5, 0, 6, 0, 0, 0, 0]);
+        class.extend_from_slice(&[0, 1, 0x00, 0x09, 0, 3, 0, 4, 0, 1]);
+        // iconst_0 (or nop); iload_0; ifeq +5; aconst_null; areturn; aconst_null; areturn,
+        // with a frame at 7 holding [int] (or nothing) on the stack.
+        let first = if extra { 0x03 } else { 0x00 };
+        let code = [first, 0x1A, 0x99, 0, 5, 0x01, 0xB0, 0x01, 0xB0];
+        let table: Vec<u8> = if extra {
+            vec![0, 10, 0, 0, 0, 4, 0, 1, 64 + 7, 1] // same_locals_1_stack_item int
+        } else {
+            vec![0, 10, 0, 0, 0, 3, 0, 1, 7] // same
+        };
+        class.extend_from_slice(&[0, 7]);
+        class.extend_from_slice(&((8 + code.len() + 4 + table.len()) as u32).to_be_bytes());
+        class.extend_from_slice(&[0, 2, 0, 1]); // max_stack, max_locals
+        class.extend_from_slice(&(code.len() as u32).to_be_bytes());
+        class.extend_from_slice(&code);
+        class.extend_from_slice(&[0, 0, 0, 1]);
+        class.extend_from_slice(&table);
+        class.extend_from_slice(&[0, 0]);
+        class
+    }
+
+    /// A return that leaves more than its value on the stack (which the verifier allows, and
+    /// jlink's generated code does) cannot jump to the shared exit block: its method is left
+    /// as it was, and said so.
+    #[test]
+    fn a_method_returning_from_a_deeper_stack_is_left_as_it_was() {
+        let clean = instrument(
+            &class_with_extra_stack_at_a_return(false),
+            0,
+            Weave::default(),
+        );
+        assert_eq!(clean.unwrap().instrumented, 1);
+        let out = instrument(
+            &class_with_extra_stack_at_a_return(true),
+            0,
+            Weave::default(),
+        );
+        let out = out.unwrap();
+        assert_eq!(out.instrumented, 0);
+        assert_eq!(
+            out.skipped,
+            [(
+                "m(Z)Ljava/lang/String;".to_string(),
+                "a return leaves more than its value on the operand stack".to_string()
+            )]
+        );
     }
 
     #[test]

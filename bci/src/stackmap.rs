@@ -99,6 +99,55 @@ impl Decoded {
     }
 }
 
+/// The offset of each frame of a StackMapTable attribute and the depth of its operand stack
+/// in slots (a long or a double takes two), without the locals.
+pub fn stack_depths(data: &[u8], out: &mut Vec<(usize, usize)>) -> Result<()> {
+    let slots = |v: VType| {
+        if matches!(v, VType::Long | VType::Double) {
+            2
+        } else {
+            1
+        }
+    };
+    let mut r = Reader::new(data);
+    let n = r.u2()? as usize;
+    let mut offset: i64 = -1;
+    for _ in 0..n {
+        let t = r.u1()?;
+        let (delta, depth) = match t {
+            0..=63 => (t as usize, 0),
+            64..=127 => ((t - 64) as usize, slots(VType::read(&mut r)?)),
+            247 => {
+                let d = r.u2()? as usize;
+                (d, slots(VType::read(&mut r)?))
+            }
+            248..=251 => (r.u2()? as usize, 0),
+            252..=254 => {
+                let d = r.u2()? as usize;
+                for _ in 0..(t - 251) {
+                    VType::read(&mut r)?;
+                }
+                (d, 0)
+            }
+            255 => {
+                let d = r.u2()? as usize;
+                for _ in 0..r.u2()? {
+                    VType::read(&mut r)?;
+                }
+                let mut depth = 0;
+                for _ in 0..r.u2()? {
+                    depth += slots(VType::read(&mut r)?);
+                }
+                (d, depth)
+            }
+            _ => return err(format!("reserved stack map frame type {}", t)),
+        };
+        offset += delta as i64 + 1;
+        out.push((offset as usize, depth));
+    }
+    Ok(())
+}
+
 /// Decodes a StackMapTable attribute into full frames.
 #[cfg(test)]
 pub fn decode(data: &[u8], initial: &[VType]) -> Result<Vec<Decoded>> {

@@ -187,8 +187,10 @@ pub struct Resolver<S: Sink> {
     threads: Map<ThreadKey, ThreadState>,
     /// The thread whose batch is being written, taken out of `threads` meanwhile.
     current: (ThreadKey, ThreadState),
-    /// Class key of each object this file defined, by object ID (0 = not defined).
-    objects: Vec<ClassKey>,
+    /// Class key of each object this file defined and has not seen freed, by object ID. A map,
+    /// not a table by ID: IDs keep rising over a long run, and each file holds only its own
+    /// objects (a table would take 4 bytes for every object the run ever saw).
+    objects: Map<u32, ClassKey>,
     next_class: u32,
     next_thread: u32,
     max_classes: u32,
@@ -210,7 +212,7 @@ impl<S: Sink> Resolver<S> {
             dense: Vec::new(),
             threads: Map::default(),
             current: (0, ThreadState::default()),
-            objects: Vec::new(),
+            objects: Map::default(),
             next_class: 2,
             next_thread: 1,
             in_burst: false,
@@ -283,6 +285,12 @@ impl<S: Sink> Resolver<S> {
             ticks: self.last_ticks,
             burst: self.counts.bursts,
         })
+    }
+
+    /// What the resolver holds that grows with the run: objects defined and not freed, and
+    /// threads' states.
+    pub fn held(&self) -> (usize, usize) {
+        (self.objects.len(), self.threads.len())
     }
 
     /// Which virtual thread each carrier runs, to be followed in the next file of a roll.
@@ -935,7 +943,7 @@ impl<S: Sink> Resolver<S> {
     }
 
     fn object_defined(&self, object: u32) -> bool {
-        self.objects.get(object as usize).is_some_and(|&c| c != 0)
+        self.objects.contains_key(&object)
     }
 
     /// The definition of an object new to this file (its class, and an array's element,
@@ -964,11 +972,7 @@ impl<S: Sink> Resolver<S> {
                 self.class_id(e, ticks)?.unwrap_or(CLASS_OBJECT),
             )),
         };
-        let slot = object as usize;
-        if self.objects.len() <= slot {
-            self.objects.resize(slot + 1, 0);
-        }
-        self.objects[slot] = class;
+        self.objects.insert(object, class);
         Ok(Some(ObjectDef {
             ticks,
             object,
@@ -992,7 +996,7 @@ impl<S: Sink> Resolver<S> {
         if !self.object_defined(r.arg) {
             return Ok(());
         }
-        self.objects[r.arg as usize] = 0;
+        self.objects.remove(&r.arg);
         self.emit(Event::Free {
             ticks: r.ticks,
             object: r.arg,
@@ -1181,6 +1185,40 @@ mod tests {
             }
         }
         s.finish(Some(2500)).unwrap().0 .0
+    }
+
+    /// Object IDs rise for the whole run: one near the top of the range costs one entry, not
+    /// a table up to it (16 GiB), and a freed object is forgotten.
+    #[test]
+    fn objects_are_kept_by_id_not_in_a_table_up_to_it() {
+        let mut s = Resolver::new(
+            Collect::default(),
+            Arc::new(Registry),
+            ResolverConfig::default(),
+        );
+        s.begin_burst(1).unwrap();
+        let mut b = Batch::new(7, 3);
+        for (i, id) in [0xFFFF_FF00u32, 3, 0xFFFF_FF01].into_iter().enumerate() {
+            b.push(&Record::new(
+                RecordKind::ObjectAlloc,
+                10 + i as u64,
+                4,
+                id,
+                NOT_ARRAY,
+            ));
+        }
+        b.push(&Record::new(RecordKind::ObjectFree, 20, 0, 3, 0));
+        s.batch(&b).unwrap();
+        assert_eq!(s.objects.len(), 2);
+        let events = s.finish(None).unwrap().0 .0;
+        let allocs = events
+            .iter()
+            .filter(|e| matches!(e, Event::Alloc { .. }))
+            .count();
+        assert_eq!(allocs, 3);
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::Free { object: 3, .. })));
     }
 
     /// A carrier's batch: `(kind, key)` records at ticks 1, 2, ...

@@ -50,6 +50,10 @@ pub struct WriterStats {
     pub threads: AtomicU64,
     /// Files finished by `roll`.
     pub rolled: AtomicU64,
+    /// Objects the current file has defined and not seen freed (what the writer keeps of
+    /// them), and the threads whose state it keeps.
+    pub objects: AtomicU64,
+    pub thread_states: AtomicU64,
     pub file: Mutex<String>,
     pub error: Mutex<Option<String>>,
 }
@@ -277,6 +281,9 @@ impl<S: Sink> Loop<'_, S> {
             stats
                 .threads
                 .store(u64::from(s.counts().threads), Ordering::Relaxed);
+            let (objects, threads) = s.held();
+            stats.objects.store(objects as u64, Ordering::Relaxed);
+            stats.thread_states.store(threads as u64, Ordering::Relaxed);
         }
     }
 
