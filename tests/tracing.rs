@@ -643,6 +643,55 @@ fn two_thousand_virtual_threads_are_two_thousand_threads() {
     }
 }
 
+/// 600 platform threads, 20 StackOverflowErrors and 200 class loaders collected, under both
+/// captures (JinsightLive and TPTP): every thread's calls exact, every stack balanced through
+/// the overflows, each loader's plugin called once, and no loader kept alive by the agent.
+#[test]
+fn threads_overflows_and_dropped_class_loaders_are_traced_exactly() {
+    for jdk in jdks() {
+        for options in ["capture=events", "capture=bci,format=tptp"] {
+            let (run, trace) = traced(&jdk, options, &["Hostile"]);
+            let what = format!("{} {}", jdk.name, options);
+            assert!(
+                run.stdout.contains("plugins=200 sum=20100 collected=200"),
+                "{}: {}",
+                what,
+                run.stdout
+            );
+            let calls = calls(&trace);
+            for i in 0..600u64 {
+                let named = trace.threads_named(&format!("p-{}", i));
+                assert_eq!(named.len(), 1, "{}: p-{} defined once", what, i);
+                let steps = i % 10 + 1;
+                let got = calls.get(&("Hostile.step".to_string(), named[0]));
+                assert_eq!(got, Some(&(steps, steps)), "{}: p-{}", what, i);
+            }
+            assert_eq!(threads_of(&calls, "Hostile.step").len(), 600, "{}", what);
+            let main = trace.threads_named("main")[0];
+            let on_main = |m: &str| calls.get(&(m.to_string(), main)).copied();
+            assert_eq!(on_main("Hostile.overflow"), Some((20, 20)), "{}", what);
+            assert_eq!(on_main("Hostile.recovered"), Some((20, 20)), "{}", what);
+            let (entered, left) = on_main("Hostile.deep").unwrap_or_default();
+            assert!(
+                entered > 20 * 1000,
+                "{}: deep entered {} times",
+                what,
+                entered
+            );
+            assert_eq!(
+                entered, left,
+                "{}: every deep frame left by its error",
+                what
+            );
+            assert_eq!(
+                calls_from(&trace, "Hostile.main", "Hostile.overflow"),
+                (20, 20)
+            );
+            assert_eq!(total(&calls, "Hostile$Plugin.run"), (200, 200), "{}", what);
+        }
+    }
+}
+
 /// Virtual threads that began before a burst are followed from their first mount in it: each
 /// called step() five times and waited before the burst began, then called it 10*(i%10+1)
 /// times. Their runs began before the burst: neither entry nor leave is written. One more was
