@@ -71,6 +71,8 @@ pub struct Options {
     pub buffer: usize,
     /// Permissions of the trace files.
     pub filemode: u32,
+    /// `compress=gzip`: files written through gzip, named `.gz`.
+    pub gzip: bool,
     /// overflow=drop: drop method records rather than wait for a writer that is behind.
     pub drop_when_behind: bool,
     /// None = stderr.
@@ -101,6 +103,7 @@ impl Default for Options {
             platform: None,
             buffer: 64 * 1024,
             filemode: 0o600,
+            gzip: false,
             drop_when_behind: false,
             log: None,
             help: false,
@@ -124,6 +127,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "file",
         "jlive-%p.trc",
         "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number; what is at the path is replaced, a symbolic link not followed",
+    ),
+    (
+        "compress",
+        "off | gzip",
+        "gzip: each file written through gzip at a fast level, its name ending in .gz (IBM's visualizer and jlive's commands read it; a killed run's file reads up to its last flush)",
     ),
     (
         "filemode",
@@ -433,6 +441,15 @@ impl Options {
                     _ => return Err(bad_value(key, value, "wait, drop")),
                 }
             }
+            "compress" => self.gzip = match value {
+                "off" => false,
+                "gzip" => true,
+                "zstd" => return Err(OptionError(
+                    "compress=zstd is not built yet: compress=gzip (IBM's visualizer reads it too)"
+                        .to_string(),
+                )),
+                _ => return Err(bad_value(key, value, "off, gzip")),
+            },
             "filemode" => {
                 self.filemode = u32::from_str_radix(value, 8)
                     .ok()
@@ -478,16 +495,31 @@ impl Options {
     }
 
     /// The path of trace file number `n` (0 first, one more per roll) with %p, %t and %n
-    /// filled in. Without %n, files after the first get `.N` before the extension.
+    /// filled in. Without %n, files after the first get `.N` before the extension. A
+    /// compressed file's name ends in `.gz` (added if not given), which is how IBM's visualizer
+    /// knows it.
     pub fn file_path(&self, pid: u32, start_epoch_secs: u64, n: u32) -> String {
+        let gz = jlive_writer::gzip::SUFFIX;
+        let path = self.plain_file_path(pid, start_epoch_secs, n);
+        if !self.gzip {
+            return path;
+        }
+        match path.strip_suffix(gz) {
+            Some(_) => path,
+            None => path + gz,
+        }
+    }
+
+    fn plain_file_path(&self, pid: u32, start_epoch_secs: u64, n: u32) -> String {
         let default = match &self.formats[..] {
             [one] => format!("jlive-%p.{}", one.extension()),
             _ => "jlive-%p".to_string(),
         };
-        let path = self
-            .file
-            .as_deref()
-            .unwrap_or(&default)
+        let path = self.file.as_deref().unwrap_or(&default);
+        let path = path
+            .strip_suffix(jlive_writer::gzip::SUFFIX)
+            .filter(|_| self.gzip)
+            .unwrap_or(path)
             .replace("%p", &pid.to_string())
             .replace("%t", &utc_stamp(start_epoch_secs));
         if path.contains("%n") {
@@ -607,6 +639,17 @@ mod tests {
             "trace files are the user's alone by default"
         );
         assert_eq!(Options::parse("filemode=0644").unwrap().filemode, 0o644);
+        let gz = |text: &str, n| Options::parse(text).unwrap().file_path(7, 0, n);
+        assert_eq!(gz("compress=gzip,file=/t/x.trc", 0), "/t/x.trc.gz");
+        assert_eq!(gz("compress=gzip,file=/t/x.trc.gz", 2), "/t/x.2.trc.gz");
+        assert_eq!(gz("compress=gzip,file=t-%n.trcbin", 3), "t-3.trcbin.gz");
+        assert_eq!(gz("compress=gzip,format=tptp", 0), "jlive-7.trcbin.gz");
+        assert_eq!(gz("compress=off,file=x.trc.gz", 1), "x.trc.1.gz");
+        assert!(Options::parse("compress=zstd")
+            .unwrap_err()
+            .0
+            .contains("gzip"));
+        assert!(Options::parse("compress=yes").is_err());
         assert!(!o.drop_when_behind, "nothing is lost by default");
         assert!(Options::parse("overflow=drop").unwrap().drop_when_behind);
         assert!(Options::parse("overflow=some").is_err());

@@ -108,6 +108,7 @@ impl Files {
         let format_options = FormatOptions {
             platform: o.platform,
             mode: Some(o.filemode),
+            gzip: o.gzip,
         };
         let sink = S::open(&o.formats, path, &info, format_options)?;
         let config = ResolverConfig {
@@ -289,6 +290,7 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     let format_options = FormatOptions {
         platform: options.platform,
         mode: Some(options.filemode),
+        gzip: options.gzip,
     };
     let writer = with_sink(&options.formats, format_options, start)?;
     log::info(&format!(

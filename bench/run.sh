@@ -229,6 +229,51 @@ echo "  floor ($(printf '%.1f' "$floor_call") ns/call) with nothing else added: 
 stolen_since "$started"
 echo
 
+if [ -f "$jar" ]; then
+    # A long burst against the disk (since run 31): h2's traced run writes its trace faster
+    # than a disk takes it; compress=gzip trades the writer's CPU for bytes.
+    echo "== compress=gzip: h2's script, every method traced, median of $rounds interleaved runs"
+    disk=$(dd if=/dev/zero of="$work/dd" bs=1M count=1024 conv=fdatasync 2>&1 | awk '/copied/ {print $(NF-1), $NF}')
+    rm -f "$work/dd"
+    echo "this disk takes $disk (dd of 1 GiB, conv=fdatasync)"
+    gz_once() { # agent options -> "seconds bytes"
+        local s e size
+        sync
+        s=$(date +%s.%N)
+        "$java" -agentpath:"$lib=$1,file=$work/gz.trc" -cp "$jar" org.h2.tools.RunScript \
+            -url jdbc:h2:mem:b -script "$work/h2.sql" >/dev/null 2>&1
+        e=$(date +%s.%N)
+        size=$(cat "$work"/gz.trc* | wc -c)
+        rm -f "$work"/gz.trc*
+        echo "$(echo "$e - $s" | bc -l) $size"
+    }
+    gz_setups=(capture=bci capture=bci,compress=gzip capture=events capture=events,compress=gzip)
+    declare -A gz_t gz_b
+    started=$(cpu_times)
+    for _ in $(seq "$rounds"); do
+        for i in "${!gz_setups[@]}"; do
+            read -r t b <<<"$(gz_once "${gz_setups[i]}")"
+            gz_t[$i]+="$t"$'\n'
+            gz_b[$i]+="$b"$'\n'
+        done
+    done
+    printf '%-34s %10s %10s %12s %10s\n' setup wall "trace MB" "trace MB/s" "vs plain"
+    for i in "${!gz_setups[@]}"; do
+        t=$(printf '%s' "${gz_t[$i]}" | median)
+        b=$(printf '%s' "${gz_b[$i]}" | median)
+        if [ $((i % 2)) = 0 ]; then
+            pt=$t pb=$b
+            vs="1.00x"
+        else
+            vs="$(echo "$t / $pt" | bc -l | xargs printf '%.2f')x time, $(echo "$pb / $b" | bc -l | xargs printf '%.1f')x smaller"
+        fi
+        printf '%-34s %8.2f s %10.1f %12.1f %s\n' "${gz_setups[i]}" "$t" "$(echo "$b / 1048576" | bc -l)" \
+            "$(echo "$b / 1048576 / $t" | bc -l)" "$vs"
+    done
+    stolen_since "$started"
+    echo
+fi
+
 [ "${TOMCAT:-1}" = 0 ] && exit 0
 catalina=/usr/share/tomcat10/bin/catalina.sh
 if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then

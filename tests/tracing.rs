@@ -957,19 +957,109 @@ fn byte_offset(format: Format, data: &[u8], at: usize) -> usize {
     newlines.nth(at.saturating_sub(2)).map_or(0, |(i, _)| i + 1)
 }
 
+/// compress=gzip, each format and capture: the file is named .gz, is gzip, checks, and holds
+/// fib's 21,891 calls; `jlive stats` reads it; `jlive convert` writes a compressed file too.
+#[test]
+fn compressed_traces_hold_every_call() {
+    let jdk = &jdks()[0];
+    for format in Format::ALL {
+        for capture in ["events", "bci"] {
+            let dir = scratch("gzip");
+            let file = dir.join(format!("t.{}", format.extension()));
+            let options = format!(
+                "capture={},format={},compress=gzip,file={}",
+                capture,
+                format.name(),
+                file.display()
+            );
+            let run = java(jdk, Some(&options), &["Fib"]);
+            assert_eq!(run.stdout.trim(), "fib(20) = 6765", "{}", run.stderr);
+            assert!(
+                !file.exists(),
+                "{:?}: the plain name is not written",
+                format
+            );
+            let gz = dir.join(format!("t.{}.gz", format.extension()));
+            let data = std::fs::read(&gz).expect("the .gz file");
+            assert!(data.starts_with(&jlive_writer::gzip::MAGIC));
+            check(&data).unwrap_or_else(|e| panic!("{:?} {}: {}", format, capture, e));
+            let trace = Trace::decode(&data).unwrap();
+            assert_eq!(trace.format, format);
+            let fib = total(&calls(&trace), "Fib.fib");
+            assert_eq!(fib, (21891, 21891), "{:?} {}", format, capture);
+            let plain = decompressed(&data);
+            assert!(plain.len() > data.len() * 2, "{:?}: compressed", format);
+            assert!(check(&plain).is_ok(), "{:?}", format);
+            let said = std::process::Command::new(jlive_bin())
+                .arg("stats")
+                .arg(&gz)
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&said.stdout);
+            assert!(out.contains("Fib.fib"), "{:?}: {}", format, out);
+            // A flipped bit anywhere: an error (or, in a part the checksum covers last, a
+            // file that reads), never a panic; a cut one reads up to where it was cut.
+            let mut seed = 0x2545_f491_4f6c_dd1du64;
+            for _ in 0..200 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let mut bad = data.clone();
+                let at = (seed % bad.len() as u64) as usize;
+                bad[at] ^= 1 << (seed >> 60 & 7);
+                let _ = check(&bad);
+                let _ = check(&bad[..at]);
+            }
+            if capture == "events" {
+                let again = dir.join("again.trc.gz");
+                let converted = std::process::Command::new(jlive_bin())
+                    .arg("convert")
+                    .arg(&gz)
+                    .arg(&again)
+                    .output()
+                    .unwrap();
+                assert!(converted.status.success());
+                let data = std::fs::read(&again).unwrap();
+                assert!(data.starts_with(&jlive_writer::gzip::MAGIC));
+                let trace = Trace::decode(&data).unwrap();
+                assert_eq!(trace.format, Format::Jinsight);
+                assert_eq!(total(&calls(&trace), "Fib.fib"), (21891, 21891));
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// What a compressed file decompresses to (up to where it was cut).
+fn decompressed(data: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    assert!(data.starts_with(&jlive_writer::gzip::MAGIC), "not gzip");
+    let mut out = Vec::new();
+    jlive_writer::gzip::Whole::of(data, data)
+        .read_to_end(&mut out)
+        .expect("decompresses");
+    out
+}
+
+/// With compress=gzip too: a compressed file reads up to its last flush (each flush ends a
+/// deflate block), and every reader reads it as it reads the plain file.
 #[test]
 fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
     use std::io::BufRead;
     let jdk = &jdks()[0];
-    for format in Format::ALL {
+    for (format, gzip) in Format::ALL
+        .into_iter()
+        .flat_map(|f| [(f, false), (f, true)])
+    {
         let dir = scratch("killed");
         let file = dir.join(format!("k.{}", format.extension()));
         let mut child = std::process::Command::new(jdk.java())
             .arg(format!(
-                "-agentpath:{}=format={},file={}",
+                "-agentpath:{}=format={},file={},compress={}",
                 agent().display(),
                 format.name(),
-                file.display()
+                file.display(),
+                if gzip { "gzip" } else { "off" }
             ))
             .arg("-cp")
             .arg(classes())
@@ -986,13 +1076,26 @@ fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
         std::thread::sleep(std::time::Duration::from_millis(500));
         child.kill().unwrap();
         child.wait().unwrap();
-        let data = std::fs::read(&file).unwrap();
+        let data = if gzip {
+            let compressed = std::fs::read(dir.join(format!("k.{}.gz", format.extension())));
+            let compressed = compressed.expect("the agent names a compressed file .gz");
+            let data = decompressed(&compressed);
+            let read = Trace::decode(&compressed).expect("decodes");
+            assert_eq!(
+                read.events.len(),
+                Trace::decode(&data).unwrap().events.len()
+            );
+            data
+        } else {
+            std::fs::read(&file).unwrap()
+        };
         let trace = killed_trace(format, &data).expect("flushed");
         let (entries, _) = total(&calls(&trace), "Endless.tick");
         assert!(
             entries >= 100_000,
-            "{:?}: the calls before 'ready' were flushed: {}",
+            "{:?} gzip {}: the calls before 'ready' were flushed: {}",
             format,
+            gzip,
             entries
         );
         let _ = std::fs::remove_dir_all(&dir);

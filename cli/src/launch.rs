@@ -128,6 +128,7 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
     if formats.is_empty() {
         formats.push(Format::Jinsight);
     }
+    let gzip = option("compress").is_some_and(|c| c == "gzip");
     let file = match option("file") {
         Some(f) => f,
         None => {
@@ -166,6 +167,13 @@ pub fn demo(args: &[String]) -> Result<u8, String> {
     if !status.success() {
         return Err(format!("the demo program failed ({})", status));
     }
+    // The agent names a compressed file .gz.
+    let gz = jlive_writer::gzip::SUFFIX;
+    let file = if gzip && !file.ends_with(gz) {
+        file + gz
+    } else {
+        file
+    };
     let files = paths(&formats, &file);
     for (i, (_, trace)) in files.iter().enumerate() {
         let data = std::fs::read(trace).map_err(|e| format!("cannot read {}: {}", trace, e))?;

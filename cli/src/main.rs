@@ -24,14 +24,16 @@ usage:
         events by type, threads, top methods by calls and by self time
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
-        tptp-xml (.trcxml); the format of OUT from --to or its extension
+        tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
+        ending in .gz is compressed
   jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
         (without --pid: the only running JVM with a socket in $TMPDIR/jlive-$UID)
   jlive list            JVMs on this machine with a live jlive socket
   jlive help            this text (so does COMMAND --help); agent options: jlive run help -- java
 
-TRACE may be in any format jlive writes; its format is found by its first bytes.
+TRACE may be in any format jlive writes, gzip-compressed or not (compress=gzip); its
+format is found by its first bytes.
 libjlive.so is looked up in $JLIVE_LIB, next to this program, then in ../lib.
 ";
 
@@ -184,13 +186,17 @@ fn convert(args: &[String]) -> Result<u8, String> {
     };
     let format = to.or_else(|| Format::of_path(output)).ok_or_else(|| {
         format!(
-            "which format should {} be? Give --to binary|tptp|tptp-xml or end its name in .trc, .trcbin or .trcxml",
+            "which format should {} be? Give --to binary|tptp|tptp-xml or end its name in .trc, .trcbin or .trcxml (.gz after it compresses)",
             output
         )
     })?;
     let mut events = read::open(open(input)?).map_err(|e| format!("{}: {}", input, e))?;
     let info = events.info().clone();
-    let mut sink = AnySink::create(&[format], output, &info, FormatOptions::default())
+    let options = FormatOptions {
+        gzip: output.ends_with(jlive_writer::gzip::SUFFIX),
+        ..FormatOptions::default()
+    };
+    let mut sink = AnySink::create(&[format], output, &info, options)
         .map_err(|e| format!("cannot create {}: {}", output, e))?;
     let cut = read::copy(&mut *events, &mut sink).map_err(|e| format!("{}: {}", input, e))?;
     if let Some(at) = cut {
@@ -213,11 +219,17 @@ fn stats(args: &[String]) -> Result<u8, String> {
         _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
     };
     let length = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let mut magic = [0u8; 2];
+    let compressed = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && magic == jlive_writer::gzip::MAGIC;
     let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     out(&stats.report(top));
     if let Some(at) = cut_at {
         let rest = match stats.format {
             Some(f) if f.is_text() => "the last line is left out".to_string(),
+            _ if compressed => "what decompressed after it is left out".to_string(),
             _ => format!(
                 "the {} bytes from there are left out",
                 length.saturating_sub(at)

@@ -2,11 +2,11 @@
 //! recognised by its first bytes, and the sink that writes each ([`AnySink`]).
 
 use crate::file;
+use crate::gzip::{self, Out};
 use crate::jinsight::sink::big_endian;
 use crate::jinsight::JinsightSink;
 use crate::model::{Ending, Enter, Event, Leave, Sink, TraceInfo};
 use crate::tptp::{self, TptpSink};
-use std::fs::File;
 use std::io;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,7 +54,9 @@ impl Format {
     }
 
     /// The format whose files end in `path`'s extension.
+    /// (A compressed file's `.gz` aside.)
     pub fn of_path(path: &str) -> Option<Format> {
+        let path = path.strip_suffix(crate::gzip::SUFFIX).unwrap_or(path);
         let name = path.rsplit('/').next().unwrap_or(path);
         let ext = name.rsplit_once('.')?.1;
         Format::ALL.into_iter().find(|f| f.extension() == ext)
@@ -86,26 +88,31 @@ impl Format {
 
 /// The file of each format for the path the user gave: the path itself for one format;
 /// for several, the path with each format's extension (in place of one of theirs it ends in).
+/// A compressed file's `.gz` stays at the end of each.
 pub fn paths(formats: &[Format], path: &str) -> Vec<(Format, String)> {
     if formats.len() == 1 {
         return vec![(formats[0], path.to_string())];
     }
+    let (path, gz) = match path.strip_suffix(gzip::SUFFIX) {
+        Some(plain) => (plain, gzip::SUFFIX),
+        None => (path, ""),
+    };
     let stem = match Format::of_path(path) {
         Some(f) => &path[..path.len() - f.extension().len() - 1],
         None => path,
     };
     formats
         .iter()
-        .map(|&f| (f, format!("{}.{}", stem, f.extension())))
+        .map(|&f| (f, format!("{}.{}{}", stem, f.extension(), gz)))
         .collect()
 }
 
 /// The sink of one format, chosen at run time and dispatched without a virtual call.
 pub enum FormatSink {
-    Jinsight(JinsightSink<File>),
-    JinsightBig(JinsightSink<File, true>),
-    Tptp(TptpSink<tptp::binary::Encoder<File>>),
-    TptpXml(TptpSink<tptp::xml::Encoder<File>>),
+    Jinsight(JinsightSink<Out>),
+    JinsightBig(JinsightSink<Out, true>),
+    Tptp(TptpSink<tptp::binary::Encoder<Out>>),
+    TptpXml(TptpSink<tptp::xml::Encoder<Out>>),
 }
 
 /// What a sink needs beyond the run: JinsightLive's header platform (None: this machine's),
@@ -114,6 +121,15 @@ pub enum FormatSink {
 pub struct FormatOptions {
     pub platform: Option<u32>,
     pub mode: Option<u32>,
+    /// `compress=gzip`: each file written through gzip ([`gzip`]).
+    pub gzip: bool,
+}
+
+impl FormatOptions {
+    /// Creates the file at `path` (see [`file::create`]), compressed if asked.
+    fn create(&self, path: &str) -> io::Result<Out> {
+        Ok(Out::new(file::create(path, self.mode)?, self.gzip))
+    }
 }
 
 impl FormatSink {
@@ -267,27 +283,21 @@ pub trait OpenSink: Sink + Send + Sized + 'static {
     ) -> io::Result<Self>;
 }
 
-impl<const BIG: bool> OpenSink for JinsightSink<File, BIG> {
+impl<const BIG: bool> OpenSink for JinsightSink<Out, BIG> {
     fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
-        JinsightSink::new(file::create(path, o.mode)?, info, o.platform)
+        JinsightSink::new(o.create(path)?, info, o.platform)
     }
 }
 
-impl OpenSink for TptpSink<tptp::binary::Encoder<File>> {
+impl OpenSink for TptpSink<tptp::binary::Encoder<Out>> {
     fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
-        TptpSink::new(
-            tptp::binary::Encoder::new(file::create(path, o.mode)?, info)?,
-            info,
-        )
+        TptpSink::new(tptp::binary::Encoder::new(o.create(path)?, info)?, info)
     }
 }
 
-impl OpenSink for TptpSink<tptp::xml::Encoder<File>> {
+impl OpenSink for TptpSink<tptp::xml::Encoder<Out>> {
     fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
-        TptpSink::new(
-            tptp::xml::Encoder::new(file::create(path, o.mode)?, info)?,
-            info,
-        )
+        TptpSink::new(tptp::xml::Encoder::new(o.create(path)?, info)?, info)
     }
 }
 
@@ -313,10 +323,10 @@ pub trait WithSink {
 /// events/s), or [`AnySink`] for several.
 pub fn with_sink<F: WithSink>(formats: &[Format], options: FormatOptions, f: F) -> F::Output {
     match formats {
-        [Format::Jinsight] if big_endian(options.platform) => f.call::<JinsightSink<File, true>>(),
-        [Format::Jinsight] => f.call::<JinsightSink<File>>(),
-        [Format::Tptp] => f.call::<TptpSink<tptp::binary::Encoder<File>>>(),
-        [Format::TptpXml] => f.call::<TptpSink<tptp::xml::Encoder<File>>>(),
+        [Format::Jinsight] if big_endian(options.platform) => f.call::<JinsightSink<Out, true>>(),
+        [Format::Jinsight] => f.call::<JinsightSink<Out>>(),
+        [Format::Tptp] => f.call::<TptpSink<tptp::binary::Encoder<Out>>>(),
+        [Format::TptpXml] => f.call::<TptpSink<tptp::xml::Encoder<Out>>>(),
         _ => f.call::<AnySink>(),
     }
 }

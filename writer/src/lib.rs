@@ -21,6 +21,7 @@ pub mod check;
 pub mod file;
 pub mod filter;
 pub mod format;
+pub mod gzip;
 pub mod jinsight;
 pub mod keyhash;
 pub mod model;

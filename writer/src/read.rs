@@ -4,6 +4,7 @@
 //! decoded trace with its names indexed.
 
 pub use crate::format::Format;
+use crate::gzip::Whole;
 use crate::model::*;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -80,28 +81,46 @@ pub trait EventReader {
     }
 }
 
-/// The format of a file, found by its first bytes, and the whole file to read on.
+/// The format of a file, found by its first bytes, and the whole file to read on
+/// (decompressed, when it is gzip's: `compress=gzip`).
 pub fn sniff<'a>(mut reader: impl Read + 'a) -> Result<(Format, impl Read + 'a), DecodeError> {
     let mut prefix = [0u8; 8];
     let got = read_up_to(&mut reader, &mut prefix)
         .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
+    // The bytes looked at go back in front of the rest.
+    let mut whole = Whole::of(
+        &prefix[..got],
+        std::io::Cursor::new(prefix[..got].to_vec()).chain(reader),
+    );
+    // What a compressed file decompresses to is looked at in its turn, and put back.
+    let (got, compressed, again) = match whole {
+        Whole::Plain(_) => (got, "", 0),
+        Whole::Gzip(_) => {
+            let got = read_up_to(&mut whole, &mut prefix)
+                .map_err(|e| DecodeError::at(0, format!("cannot decompress: {}", e)))?;
+            (got, "decompressed ", got)
+        }
+    };
     let Some(format) = Format::detect(&prefix[..got]) else {
         if got == 0 {
-            return Err(DecodeError::at(0, "empty file: no trace header"));
+            return Err(DecodeError::at(
+                0,
+                format!("empty {}file: no trace header", compressed),
+            ));
         }
         return Err(DecodeError::at(
             0,
             format!(
-                "not a trace jlive reads (it starts {:02x?}): JinsightLive starts with 'b', \
-                 TPTP binary with 0TBF, TPTP XML with <?xml",
+                "not a trace jlive reads (its {}bytes start {:02x?}): JinsightLive starts \
+                 with 'b', TPTP binary with 0TBF, TPTP XML with <?xml",
+                compressed,
                 &prefix[..got]
             ),
         ));
     };
-    // The bytes looked at go back in front of the rest.
     Ok((
         format,
-        std::io::Cursor::new(prefix[..got].to_vec()).chain(reader),
+        std::io::Cursor::new(prefix[..again].to_vec()).chain(whole),
     ))
 }
 

@@ -1,0 +1,206 @@
+//! `compress=gzip`: a trace file written through gzip, and read back by every reader.
+//!
+//! ```text
+//! file.trc.gz   1f 8b 08 ...  deflate blocks ...  [sync flush: 00 00 ff ff] ... crc32 isize
+//!               └ gzip header ┘                     every flush of the writer  └ at the end
+//! ```
+//!
+//! Each flush of the writer (at least every 100 ms) ends a deflate block with a sync flush, so
+//! that a JVM killed while tracing leaves a file that decompresses up to its last flush, as a
+//! plain file reads up to its last write. The stream cannot seek: a JinsightLive header keeps
+//! the counts it began with, as in a pipe (readers count events up to TraceEnd). IBM's
+//! visualizer opens a `.gz` trace itself (through `GZIPInputStream`), which is why the agent
+//! gives a compressed file's name `.gz`.
+
+use flate2::write::GzEncoder;
+use flate2::{read::MultiGzDecoder, Compression};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+/// The two bytes every gzip member starts with.
+pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The suffix of a compressed file's name.
+pub const SUFFIX: &str = ".gz";
+
+/// zlib's level 1: about 5x smaller for a JinsightLive trace, and the writer's time stays
+/// near the plain file's (bench/README.md).
+const LEVEL: u32 = 1;
+
+/// A trace file, plain or compressed: what every sink writes into.
+pub enum Out {
+    Plain(File),
+    Gzip(Box<GzEncoder<File>>),
+}
+
+impl Out {
+    pub fn new(file: File, gzip: bool) -> Out {
+        if gzip {
+            Out::Gzip(Box::new(GzEncoder::new(file, Compression::new(LEVEL))))
+        } else {
+            Out::Plain(file)
+        }
+    }
+}
+
+impl Write for Out {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Out::Plain(f) => f.write(buf),
+            Out::Gzip(z) => z.write(buf),
+        }
+    }
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Out::Plain(f) => f.write_all(buf),
+            Out::Gzip(z) => z.write_all(buf),
+        }
+    }
+    /// A compressed file: a sync flush, so that what was written so far can be read back.
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Out::Plain(f) => f.flush(),
+            Out::Gzip(z) => z.flush(),
+        }
+    }
+}
+
+impl Seek for Out {
+    /// A compressed stream cannot go back: ESPIPE, as a pipe says.
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match self {
+            Out::Plain(f) => f.seek(to),
+            Out::Gzip(_) => Err(io::Error::from_raw_os_error(libc::ESPIPE)),
+        }
+    }
+}
+
+impl Drop for Out {
+    /// The gzip trailer (the sink has flushed what it had: a failure here leaves a file that
+    /// reads like a killed run's, up to the last flush).
+    fn drop(&mut self) {
+        if let Out::Gzip(z) = self {
+            let _ = z.try_finish();
+        }
+    }
+}
+
+/// What a reader reads: the file's bytes, or what they decompress to.
+pub enum Whole<R: Read> {
+    Plain(R),
+    Gzip(Box<Cut<MultiGzDecoder<R>>>),
+}
+
+impl<R: Read> Read for Whole<R> {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Whole::Plain(r) => r.read(buf),
+            Whole::Gzip(z) => z.read(buf),
+        }
+    }
+}
+
+impl<R: Read> Whole<R> {
+    /// `reader` as it is, or decompressed when it starts with gzip's magic (`prefix`: its
+    /// first bytes, already read from it and put back in front).
+    pub fn of(prefix: &[u8], reader: R) -> Whole<R> {
+        if prefix.starts_with(&MAGIC) {
+            Whole::Gzip(Box::new(Cut {
+                inner: MultiGzDecoder::new(reader),
+                ended: false,
+            }))
+        } else {
+            Whole::Plain(reader)
+        }
+    }
+}
+
+/// A decompressing reader whose stream may stop short (a killed run's file ends inside a
+/// deflate block, or before the trailer): what decompressed is read, then the end of the file,
+/// as a plain file would end there; the format's reader then says whether an event or the
+/// file's end is missing.
+pub struct Cut<R: Read> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R: Read> Read for Cut<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ended {
+            return Ok(0);
+        }
+        loop {
+            match self.inner.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.ended = true;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compressed(data: &[u8], flush_every: usize) -> Vec<u8> {
+        let path = std::env::temp_dir().join(format!("jlive-gzip-{}", std::process::id()));
+        let mut out = Out::new(File::create(&path).unwrap(), true);
+        for chunk in data.chunks(flush_every) {
+            out.write_all(chunk).unwrap();
+            out.flush().unwrap();
+        }
+        assert_eq!(
+            out.seek(SeekFrom::Start(0)).unwrap_err().raw_os_error(),
+            Some(libc::ESPIPE)
+        );
+        drop(out);
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        bytes
+    }
+
+    fn decompressed(bytes: &[u8]) -> io::Result<Vec<u8>> {
+        let mut got = Vec::new();
+        Whole::of(bytes, bytes).read_to_end(&mut got)?;
+        Ok(got)
+    }
+
+    #[test]
+    fn what_is_written_reads_back_whole() {
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let bytes = compressed(&data, 10_000);
+        assert!(bytes.starts_with(&MAGIC));
+        assert!(bytes.len() * 4 < data.len(), "{} bytes", bytes.len());
+        assert_eq!(decompressed(&bytes).unwrap(), data);
+        // A plain file passes through.
+        assert_eq!(decompressed(&data).unwrap(), data);
+    }
+
+    /// Cut anywhere, a file reads up to its last flush at least, never past what was written,
+    /// and never fails.
+    #[test]
+    fn a_file_cut_anywhere_reads_up_to_its_last_flush() {
+        let data: Vec<u8> = (0..40_000u32)
+            .flat_map(|i| (i * 7 % 13).to_le_bytes())
+            .collect();
+        let bytes = compressed(&data, 16_000);
+        // Where each flush ended in the compressed file: the prefix up to there decompresses
+        // to at least that flush's data.
+        for cut in (10..bytes.len()).step_by(37) {
+            let got = decompressed(&bytes[..cut]).unwrap();
+            assert!(data.starts_with(&got), "cut at {}", cut);
+        }
+        let last = bytes.len() - 8; // without the trailer: everything (each flush was synced)
+        assert_eq!(decompressed(&bytes[..last]).unwrap(), data);
+    }
+}
