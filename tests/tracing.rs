@@ -1030,6 +1030,81 @@ fn compressed_traces_hold_every_call() {
     }
 }
 
+/// `jlive tree`: fib(20)'s calls are 20 calling contexts on main, one per depth of the
+/// recursion, whose calls add up to 21,891 and whose first has one call and 100% of what is
+/// under it; `jlive stats` names overloads with their signatures, so that no two methods
+/// share a name in the demo's rankings.
+#[test]
+fn the_tree_holds_each_calling_context_and_stats_tells_overloads_apart() {
+    let jdk = &jdks()[0];
+    let dir = scratch("tree");
+    let file = dir.join("t.trc");
+    let run = java(jdk, Some(&format!("file={}", file.display())), &["Fib"]);
+    assert_eq!(run.stdout.trim(), "fib(20) = 6765");
+    let said = std::process::Command::new(jlive_bin())
+        .args(["tree", "--min", "0", "--thread", "main"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(said.status.success());
+    let out = String::from_utf8_lossy(&said.stdout);
+    let fib: Vec<(u64, usize)> = out
+        .lines()
+        .filter(|l| l.trim_end().ends_with(" Fib.fib"))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let indent = l.find("Fib.fib").unwrap();
+            (words[3].parse().unwrap(), indent)
+        })
+        .collect();
+    assert_eq!(fib.len(), 20, "{}", out);
+    assert_eq!(fib.iter().map(|f| f.0).sum::<u64>(), 21891, "{}", out);
+    assert_eq!(fib[0].0, 1);
+    assert!(
+        fib.windows(2).all(|w| w[1].1 == w[0].1 + 2),
+        "each one deeper"
+    );
+    assert!(out.starts_with("thread "), "{}", out);
+    let pruned = std::process::Command::new(jlive_bin())
+        .args(["tree", "--thread", "main"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&pruned.stdout).contains("left out"));
+    let nobody = std::process::Command::new(jlive_bin())
+        .args(["tree", "--thread", "nobody"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(nobody.status.code(), Some(2));
+
+    let demo = dir.join("demo.trc");
+    let run = java(jdk, Some(&format!("file={}", demo.display())), &["Demo"]);
+    assert_eq!(run.code, Some(0));
+    let said = std::process::Command::new(jlive_bin())
+        .args(["stats", "--top", "100000"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&said.stdout);
+    let ranked = out.split("top methods by calls:").nth(1).unwrap();
+    let ranked = ranked.split("top methods by self time:").next().unwrap();
+    let names: Vec<&str> = ranked
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    let unique: std::collections::HashSet<&str> = names.iter().copied().collect();
+    assert_eq!(names.len(), unique.len(), "{}", ranked);
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("java/lang/StringBuilder.append(")),
+        "{}",
+        ranked
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// What a compressed file decompresses to (up to where it was cut).
 fn decompressed(data: &[u8]) -> Vec<u8> {
     use std::io::Read;

@@ -7,6 +7,7 @@ use jlive_writer::check::check_reader;
 use jlive_writer::format::{AnySink, Format, FormatOptions};
 use jlive_writer::read::{self, Trace};
 use jlive_writer::stats::Stats;
+use jlive_writer::tree::Trees;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -22,6 +23,9 @@ usage:
   jlive check TRACE     verify a trace; exit 1 naming the offset (or line) of the first problem
   jlive stats [--top N] TRACE
         events by type, threads, top methods by calls and by self time
+  jlive tree [--min PERCENT] [--thread NAME] TRACE
+        each thread's calling-context tree: calls, inclusive and self time, share of the
+        thread's traced time; contexts under PERCENT (default 1) left out
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         "dump" => with_file(rest, dump),
         "check" => with_file(rest, check_file),
         "stats" => stats(rest),
+        "tree" => tree(rest),
         "convert" => convert(rest),
         "help" | "--help" | "-h" => {
             out(USAGE);
@@ -206,6 +211,48 @@ fn convert(args: &[String]) -> Result<u8, String> {
         );
     }
     out(&format!("{} -> {} ({})\n", input, output, format.name()));
+    Ok(0)
+}
+
+/// `jlive tree [--min PERCENT] [--thread NAME] TRACE`.
+fn tree(args: &[String]) -> Result<u8, String> {
+    let mut min = 1.0f64;
+    let mut thread: Option<&str> = None;
+    let mut path: Option<&str> = None;
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "--min" => {
+                let v = words.next().ok_or("--min needs a percentage")?;
+                min = v
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|m: &f64| (0.0..=100.0).contains(m))
+                    .ok_or_else(|| format!("bad --min value {}: a percentage, 0 to 100", v))?;
+            }
+            "--thread" => thread = Some(words.next().ok_or("--thread needs a thread name")?),
+            p if path.is_none() && !p.starts_with("--") => path = Some(p),
+            other => return Err(format!("unexpected '{}'\n\n{}", other, USAGE)),
+        }
+    }
+    let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
+    let (trees, names, cut_at) =
+        Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let report = trees.report(&names, min, thread);
+    if report.is_empty() {
+        return Err(match thread {
+            Some(t) => format!("{}: no thread named '{}' made traced calls", path, t),
+            None => format!("{}: no traced calls", path),
+        });
+    }
+    out(&report);
+    if let Some(at) = cut_at {
+        eprintln!(
+            "jlive: {}: the file ends inside its last event (at {}): the tree is of what came before",
+            path, at
+        );
+    }
     Ok(0)
 }
 

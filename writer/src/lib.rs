@@ -31,4 +31,5 @@ pub mod resolve;
 pub mod stats;
 pub mod stck;
 pub mod tptp;
+pub mod tree;
 pub mod writer;

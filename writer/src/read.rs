@@ -221,6 +221,24 @@ impl Trace {
         }
     }
 
+    /// `pkg/Class.method`, with the method's signature when its class has another method of
+    /// that name (`java/lang/StringBuilder.append(I)Ljava/lang/StringBuilder;`): how `jlive
+    /// stats` and `jlive tree` tell overloads apart.
+    pub fn method_label(&self, method: MethodId) -> String {
+        let mut s = self.method_name(method);
+        let methods = self.classes.get(&method.class).map(|c| &c.methods[..]);
+        if let Some(m) = methods.and_then(|ms| ms.get(usize::from(method.index))) {
+            let namesakes = methods
+                .unwrap_or_default()
+                .iter()
+                .filter(|o| o.name == m.name);
+            if namesakes.count() > 1 {
+                s.push_str(&m.signature);
+            }
+        }
+        s
+    }
+
     /// `pkg/Class.method` of a method.
     pub fn method_name(&self, method: MethodId) -> String {
         let mut s = String::new();

@@ -124,7 +124,7 @@ impl Tally {
         stats.methods = methods
             .into_iter()
             .map(|(m, (calls, self_ticks))| MethodStats {
-                name: names.method_name(m),
+                name: names.method_label(m),
                 calls,
                 self_ticks,
             })

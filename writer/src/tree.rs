@@ -1,0 +1,323 @@
+//! What `jlive tree` prints: each thread's calling-context tree (a node per distinct chain of
+//! calls from the thread's outermost traced frame), with calls, inclusive and self time, and
+//! the share of the thread's traced time. Built one event at a time: its memory grows with the
+//! distinct calling contexts, not with the events.
+//!
+//! Frames still open when a burst ends (or the file does) are closed at that moment; a leave
+//! whose entry came before the burst is not counted (as `jlive stats` does).
+
+use crate::model::{Event, MethodId, ThreadId};
+use crate::read::{self, DecodeError, Trace};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// One calling context of a thread.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// None for a thread's root (no method).
+    pub method: Option<MethodId>,
+    pub calls: u64,
+    pub inclusive_ticks: u64,
+    pub children: Vec<usize>,
+}
+
+/// A thread's calling-context tree: node 0 is the root.
+#[derive(Clone, Debug)]
+pub struct ThreadTree {
+    pub nodes: Vec<Node>,
+    index: HashMap<(usize, MethodId), usize>,
+    /// Open frames: (node, ticks at entry).
+    stack: Vec<(usize, u64)>,
+    last_ticks: u64,
+}
+
+impl Default for ThreadTree {
+    fn default() -> Self {
+        ThreadTree {
+            nodes: vec![Node {
+                method: None,
+                calls: 0,
+                inclusive_ticks: 0,
+                children: Vec::new(),
+            }],
+            index: HashMap::new(),
+            stack: Vec::new(),
+            last_ticks: 0,
+        }
+    }
+}
+
+impl ThreadTree {
+    fn enter(&mut self, method: MethodId, ticks: u64) {
+        let parent = self.stack.last().map_or(0, |&(n, _)| n);
+        let next = self.nodes.len();
+        let node = *self.index.entry((parent, method)).or_insert(next);
+        if node == next {
+            self.nodes.push(Node {
+                method: Some(method),
+                calls: 0,
+                inclusive_ticks: 0,
+                children: Vec::new(),
+            });
+            self.nodes[parent].children.push(node);
+        }
+        self.nodes[node].calls += 1;
+        self.stack.push((node, ticks));
+        self.last_ticks = ticks;
+    }
+
+    fn leave(&mut self, ticks: u64) {
+        if let Some((node, entered)) = self.stack.pop() {
+            self.nodes[node].inclusive_ticks += ticks.saturating_sub(entered);
+        }
+        self.last_ticks = ticks;
+    }
+
+    /// Closes every open frame at `ticks`.
+    fn close(&mut self, ticks: u64) {
+        while !self.stack.is_empty() {
+            self.leave(ticks.max(self.last_ticks));
+        }
+    }
+
+    /// The thread's traced time: its outermost frames' inclusive time.
+    pub fn total_ticks(&self) -> u64 {
+        let root = &self.nodes[0];
+        root.children
+            .iter()
+            .map(|&c| self.nodes[c].inclusive_ticks)
+            .sum()
+    }
+
+    /// A node's own time: its inclusive time less its callees'.
+    pub fn self_ticks(&self, node: usize) -> u64 {
+        let n = &self.nodes[node];
+        let below: u64 = n
+            .children
+            .iter()
+            .map(|&c| self.nodes[c].inclusive_ticks)
+            .sum();
+        n.inclusive_ticks.saturating_sub(below)
+    }
+}
+
+/// Every thread's tree of a trace.
+#[derive(Clone, Debug, Default)]
+pub struct Trees {
+    pub threads: HashMap<ThreadId, ThreadTree>,
+}
+
+impl Trees {
+    pub fn add(&mut self, event: &Event) {
+        match event {
+            Event::MethodEnter(e) => self
+                .threads
+                .entry(e.thread)
+                .or_default()
+                .enter(e.method, e.ticks),
+            Event::MethodLeave(l) => {
+                if let Some(t) = self.threads.get_mut(&l.thread) {
+                    t.leave(l.ticks);
+                }
+            }
+            Event::BurstBegin { ticks, .. } | Event::BurstEnd { ticks, .. } => {
+                self.close(*ticks);
+            }
+            _ => {}
+        }
+    }
+
+    /// Closes every thread's open frames (at the end of a burst or of the file).
+    pub fn close(&mut self, ticks: u64) {
+        for t in self.threads.values_mut() {
+            t.close(ticks);
+        }
+    }
+
+    /// The trees of a file of any format, and the names they need (decoded one event at a
+    /// time; where the file was cut, as [`Trace::read`] says).
+    pub fn of_reader(
+        reader: impl std::io::Read,
+    ) -> Result<(Trees, Trace, Option<usize>), DecodeError> {
+        let mut events = read::open(reader)?;
+        let mut names = Trace::empty(events.format(), events.info().clone());
+        let mut trees = Trees::default();
+        names.cut_at = read::each(&mut *events, |_, e| -> Result<(), DecodeError> {
+            names.learn(&e);
+            trees.add(&e);
+            Ok(())
+        })?;
+        names.info = events.info().clone();
+        trees.close(0);
+        let cut = names.cut_at;
+        Ok((trees, names, cut))
+    }
+
+    /// The report: threads by traced time (only `thread` if given), each context whose
+    /// inclusive time is at least `min_percent` of its thread's, callees under their callers
+    /// by inclusive time.
+    pub fn report(&self, names: &Trace, min_percent: f64, thread: Option<&str>) -> String {
+        let mut out = String::new();
+        let tpu = f64::from(names.info.ticks_per_microsecond.max(1));
+        let ms = |ticks: u64| ticks as f64 / tpu / 1000.0;
+        let mut threads: Vec<(&ThreadId, &ThreadTree)> = self
+            .threads
+            .iter()
+            .filter(|(id, _)| thread.is_none_or(|n| names.thread_name(**id) == n))
+            .filter(|(_, t)| t.nodes.len() > 1)
+            .collect();
+        threads.sort_by(|a, b| b.1.total_ticks().cmp(&a.1.total_ticks()).then(a.0.cmp(b.0)));
+        let mut left_out = 0u64;
+        for (id, tree) in threads {
+            let total = tree.total_ticks();
+            let calls: u64 = tree.nodes.iter().map(|n| n.calls).sum();
+            let _ = writeln!(
+                out,
+                "thread {} {}: {:.3} ms traced, {} calls",
+                id,
+                names.thread_name(*id),
+                ms(total),
+                calls
+            );
+            let _ = writeln!(
+                out,
+                "  {:>6}  {:>12}  {:>12}  {:>10}  method",
+                "total", "incl ms", "self ms", "calls"
+            );
+            let share = |ticks: u64| {
+                if total == 0 {
+                    100.0
+                } else {
+                    ticks as f64 * 100.0 / total as f64
+                }
+            };
+            // Depth first, without recursion (a StackOverflowError's trace is thousands deep).
+            let mut todo: Vec<(usize, usize)> = Vec::new();
+            let push_children = |todo: &mut Vec<(usize, usize)>, node: usize, depth: usize| {
+                let mut kids = tree.nodes[node].children.clone();
+                kids.sort_by(|&a, &b| {
+                    let (a, b) = (&tree.nodes[a], &tree.nodes[b]);
+                    a.inclusive_ticks.cmp(&b.inclusive_ticks)
+                });
+                todo.extend(kids.into_iter().map(|k| (k, depth)));
+            };
+            push_children(&mut todo, 0, 0);
+            while let Some((node, depth)) = todo.pop() {
+                let n = &tree.nodes[node];
+                if share(n.inclusive_ticks) < min_percent {
+                    left_out += 1;
+                    continue;
+                }
+                let name = n.method.map_or_else(String::new, |m| names.method_label(m));
+                let _ = writeln!(
+                    out,
+                    "  {:>5.1}%  {:>12.3}  {:>12.3}  {:>10}  {:indent$}{}",
+                    share(n.inclusive_ticks),
+                    ms(n.inclusive_ticks),
+                    ms(tree.self_ticks(node)),
+                    n.calls,
+                    "",
+                    name,
+                    indent = depth * 2
+                );
+                push_children(&mut todo, node, depth + 1);
+            }
+            out.push('\n');
+        }
+        if left_out > 0 {
+            let _ = writeln!(
+                out,
+                "({} calling contexts under {}% of their thread's time left out: --min 0 shows all)",
+                left_out, min_percent
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Enter, Leave};
+
+    fn m(index: u16) -> MethodId {
+        MethodId { class: 2, index }
+    }
+
+    fn enter(ticks: u64, method: MethodId) -> Event {
+        Event::MethodEnter(Enter {
+            ticks,
+            thread: 1,
+            method,
+            object: crate::model::NO_OBJECT,
+            depth: 0,
+            ticket: 0,
+        })
+    }
+
+    fn leave(ticks: u64, method: MethodId) -> Event {
+        Event::MethodLeave(Leave {
+            ticks,
+            thread: 1,
+            method,
+            depth: 0,
+            ticket: 0,
+            overhead: 0,
+        })
+    }
+
+    /// main calls a twice (a calls b once each time) and b once: b has two contexts.
+    #[test]
+    fn each_calling_context_is_a_node_with_its_calls_and_times() {
+        let mut trees = Trees::default();
+        let (main, a, b) = (m(0), m(1), m(2));
+        for e in [
+            enter(0, main),
+            enter(10, a),
+            enter(12, b),
+            leave(15, b),
+            leave(20, a),
+            enter(30, a),
+            enter(31, b),
+            leave(33, b),
+            leave(40, a),
+            enter(50, b),
+            leave(60, b),
+            enter(70, a), // still open at the burst's end
+            Event::BurstEnd {
+                ticks: 100,
+                burst: 1,
+            },
+        ] {
+            trees.add(&e);
+        }
+        let t = &trees.threads[&1];
+        let find = |path: &[MethodId]| {
+            let mut node = 0;
+            for &method in path {
+                node = *t.nodes[node]
+                    .children
+                    .iter()
+                    .find(|&&c| t.nodes[c].method == Some(method))
+                    .expect("a node on the path");
+            }
+            node
+        };
+        let main_node = find(&[main]);
+        assert_eq!(t.nodes[main_node].calls, 1);
+        assert_eq!(t.nodes[main_node].inclusive_ticks, 100);
+        let ab = find(&[main, a, b]);
+        assert_eq!((t.nodes[ab].calls, t.nodes[ab].inclusive_ticks), (2, 5));
+        let a_node = find(&[main, a]);
+        assert_eq!(
+            (t.nodes[a_node].calls, t.nodes[a_node].inclusive_ticks),
+            (3, 50)
+        );
+        assert_eq!(t.self_ticks(a_node), 45);
+        let mb = find(&[main, b]);
+        assert_eq!((t.nodes[mb].calls, t.nodes[mb].inclusive_ticks), (1, 10));
+        assert_eq!(t.self_ticks(main_node), 100 - 50 - 10);
+        assert_eq!(t.total_ticks(), 100);
+        assert_eq!(t.nodes.len(), 5, "root, main, main>a, main>a>b, main>b");
+    }
+}
