@@ -150,8 +150,9 @@ impl<R: Read> Read for Cut<R> {
 mod tests {
     use super::*;
 
-    fn compressed(data: &[u8], flush_every: usize) -> Vec<u8> {
-        let path = std::env::temp_dir().join(format!("jlive-gzip-{}", std::process::id()));
+    /// (`name`: the tests run at once in one process.)
+    fn compressed(name: &str, data: &[u8], flush_every: usize) -> Vec<u8> {
+        let path = std::env::temp_dir().join(format!("jlive-gzip-{}-{}", name, std::process::id()));
         let mut out = Out::new(File::create(&path).unwrap(), true);
         for chunk in data.chunks(flush_every) {
             out.write_all(chunk).unwrap();
@@ -178,7 +179,7 @@ mod tests {
         let data: Vec<u8> = (0..200_000u32)
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
-        let bytes = compressed(&data, 10_000);
+        let bytes = compressed("whole", &data, 10_000);
         assert!(bytes.starts_with(&MAGIC));
         assert!(bytes.len() * 4 < data.len(), "{} bytes", bytes.len());
         assert_eq!(decompressed(&bytes).unwrap(), data);
@@ -193,7 +194,7 @@ mod tests {
         let data: Vec<u8> = (0..40_000u32)
             .flat_map(|i| (i * 7 % 13).to_le_bytes())
             .collect();
-        let bytes = compressed(&data, 16_000);
+        let bytes = compressed("cut", &data, 16_000);
         // Where each flush ended in the compressed file: the prefix up to there decompresses
         // to at least that flush's data.
         for cut in (10..bytes.len()).step_by(37) {
