@@ -1031,11 +1031,11 @@ fn compressed_traces_hold_every_call() {
 }
 
 /// `jlive tree`: fib(20)'s calls are 20 calling contexts on main, one per depth of the
-/// recursion, whose calls add up to 21,891 and whose first has one call and 100% of what is
-/// under it; `jlive stats` names overloads with their signatures, so that no two methods
+/// recursion, whose calls add up to 21,891, the first with one call; `jlive export --to
+/// collapsed` weighs the same contexts; `jlive stats` names overloads with their signatures, so that no two methods
 /// share a name in the demo's rankings.
 #[test]
-fn the_tree_holds_each_calling_context_and_stats_tells_overloads_apart() {
+fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overloads_apart() {
     let jdk = &jdks()[0];
     let dir = scratch("tree");
     let file = dir.join("t.trc");
@@ -1065,6 +1065,44 @@ fn the_tree_holds_each_calling_context_and_stats_tells_overloads_apart() {
         "each one deeper"
     );
     assert!(out.starts_with("thread "), "{}", out);
+    // Folded stacks: by calls, they add up to the trace's entries (fib's alone to 21,891);
+    // by self time, a thread's to its traced time.
+    let folded = |weight: &str| {
+        let said = std::process::Command::new(jlive_bin())
+            .args(["export", "--to", "collapsed", "--weight", weight])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(said.status.success());
+        String::from_utf8(said.stdout).unwrap()
+    };
+    let weights = |text: &str, keep: &dyn Fn(&str) -> bool| -> u64 {
+        text.lines()
+            .filter(|l| keep(l))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    let by_calls = folded("calls");
+    assert_eq!(weights(&by_calls, &|l| l.contains(";Fib.fib ")), 21891);
+    let trace = read_trace(&file);
+    let entries = count(&trace, "METHOD_ENTER") as u64;
+    assert_eq!(weights(&by_calls, &|_| true), entries);
+    let by_time = folded("self");
+    let lines = by_time.lines().filter(|l| l.starts_with("main;")).count() as f64;
+    let main_ns = weights(&by_time, &|l| l.starts_with("main;")) as f64;
+    let traced_ms: f64 = out
+        .split(" ms traced")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (main_ns / 1e6 - traced_ms).abs() <= 0.001 + lines / 1e6,
+        "main: {} ns folded, {} ms traced",
+        main_ns,
+        traced_ms
+    );
     let pruned = std::process::Command::new(jlive_bin())
         .args(["tree", "--thread", "main"])
         .arg(&file)

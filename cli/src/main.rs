@@ -7,7 +7,7 @@ use jlive_writer::check::check_reader;
 use jlive_writer::format::{AnySink, Format, FormatOptions};
 use jlive_writer::read::{self, Trace};
 use jlive_writer::stats::Stats;
-use jlive_writer::tree::Trees;
+use jlive_writer::tree::{Trees, Weight};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -26,6 +26,9 @@ usage:
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
+  jlive export TRACE --to collapsed [--weight self|calls] [-o OUT]
+        folded stacks for flame graphs: a line per calling context, the thread's name
+        first, weighed by self time in nanoseconds (or calls)
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         "check" => with_file(rest, check_file),
         "stats" => stats(rest),
         "tree" => tree(rest),
+        "export" => export(rest),
         "convert" => convert(rest),
         "help" | "--help" | "-h" => {
             out(USAGE);
@@ -211,6 +215,72 @@ fn convert(args: &[String]) -> Result<u8, String> {
         );
     }
     out(&format!("{} -> {} ({})\n", input, output, format.name()));
+    Ok(0)
+}
+
+/// `jlive export TRACE --to collapsed [--weight self|calls] [-o OUT]`.
+fn export(args: &[String]) -> Result<u8, String> {
+    let mut to: Option<&str> = None;
+    let mut weight = Weight::SelfTime;
+    let mut output: Option<&str> = None;
+    let mut path: Option<&str> = None;
+    let mut words = args.iter();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "--to" => to = Some(words.next().ok_or("--to needs a format")?),
+            "--weight" => {
+                weight = match words.next().map(String::as_str) {
+                    Some("self") => Weight::SelfTime,
+                    Some("calls") => Weight::Calls,
+                    _ => return Err("--weight self (nanoseconds of self time) or calls".into()),
+                }
+            }
+            "-o" => output = Some(words.next().ok_or("-o needs a file")?),
+            p if path.is_none() && !p.starts_with('-') => path = Some(p),
+            other => return Err(format!("unexpected '{}'\n\n{}", other, USAGE)),
+        }
+    }
+    let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
+    match to {
+        Some("collapsed") => {}
+        Some(f @ ("perfetto" | "chrome" | "speedscope" | "svg")) => {
+            return Err(format!(
+                "export to {} is not built yet: --to collapsed (folded stacks, which \
+                 flamegraph.pl, inferno and speedscope read)",
+                f
+            ))
+        }
+        Some(other) => return Err(format!("unknown export format '{}': collapsed", other)),
+        None => return Err("which format? --to collapsed".into()),
+    }
+    let (trees, names, cut_at) =
+        Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let written = match output {
+        Some(o) => {
+            let file =
+                std::fs::File::create(o).map_err(|e| format!("cannot create {}: {}", o, e))?;
+            let mut w = std::io::BufWriter::new(file);
+            trees
+                .collapsed(&names, weight, &mut w)
+                .and_then(|()| std::io::Write::flush(&mut w))
+                .map_err(|e| format!("cannot write {}: {}", o, e))
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            // A reader that stopped reading (| head) is not an error.
+            let _ = trees
+                .collapsed(&names, weight, &mut w)
+                .and_then(|()| std::io::Write::flush(&mut w));
+            Ok(())
+        }
+    };
+    written?;
+    if let Some(at) = cut_at {
+        eprintln!(
+            "jlive: {}: the file ends inside its last event (at {}): exported what came before",
+            path, at
+        );
+    }
     Ok(0)
 }
 

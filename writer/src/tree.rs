@@ -235,6 +235,56 @@ impl Trees {
     }
 }
 
+/// What a folded stack is weighed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Self time in nanoseconds.
+    SelfTime,
+    /// Calls.
+    Calls,
+}
+
+impl Trees {
+    /// Folded stacks (flame graph tools' "collapsed" input): a line per calling context,
+    /// `thread;caller;...;method WEIGHT`, the thread's name first; a `;` inside a name (a
+    /// signature's) is written `,`. Contexts of zero weight are left out.
+    pub fn collapsed(
+        &self,
+        names: &Trace,
+        weight: Weight,
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        let tpu = u128::from(names.info.ticks_per_microsecond.max(1));
+        let mut ids: Vec<&ThreadId> = self.threads.keys().collect();
+        ids.sort();
+        for id in ids {
+            let tree = &self.threads[id];
+            let thread = names.thread_name(*id).replace([';', ' ', '\n'], "_");
+            // (node, the path up to it)
+            let mut todo: Vec<(usize, String)> = tree.nodes[0]
+                .children
+                .iter()
+                .rev()
+                .map(|&c| (c, thread.clone()))
+                .collect();
+            while let Some((node, above)) = todo.pop() {
+                let n = &tree.nodes[node];
+                let name = n.method.map_or_else(String::new, |m| names.method_label(m));
+                let path = format!("{};{}", above, name.replace(';', ","));
+                let w = match weight {
+                    Weight::Calls => u128::from(n.calls),
+                    Weight::SelfTime => u128::from(tree.self_ticks(node)) * 1000 / tpu,
+                };
+                if w > 0 {
+                    writeln!(out, "{} {}", path, w)?;
+                }
+                todo.extend(n.children.iter().rev().map(|&c| (c, path.clone())));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
