@@ -1032,7 +1032,7 @@ fn compressed_traces_hold_every_call() {
 
 /// `jlive tree`: fib(20)'s calls are 20 calling contexts on main, one per depth of the
 /// recursion, whose calls add up to 21,891, the first with one call; `jlive export --to
-/// collapsed` weighs the same contexts; `jlive stats` names overloads with their signatures, so that no two methods
+/// collapsed` weighs the same contexts, `--to chrome` gives a slice per call; `jlive stats` names overloads with their signatures, so that no two methods
 /// share a name in the demo's rankings.
 #[test]
 fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overloads_apart() {
@@ -1103,6 +1103,29 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
         main_ns,
         traced_ms
     );
+    // Chrome's trace-event JSON: a B per entry (fib's 21,891 on main), an E for each.
+    let json = dir.join("t.json");
+    let said = std::process::Command::new(jlive_bin())
+        .args(["export", "--to", "chrome", "-o"])
+        .arg(&json)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let phase = |ph: &'static str| events.iter().filter(move |e| e["ph"] == ph);
+    assert_eq!(phase("B").count() as u64, entries);
+    assert_eq!(phase("E").count() as u64, entries);
+    let main = trace.threads_named("main")[0];
+    let fib = phase("B").filter(|e| e["name"] == "Fib.fib" && e["tid"] == main);
+    assert_eq!(fib.count(), 21891);
+    assert!(phase("M").any(|e| e["args"]["name"] == "main" && e["tid"] == main));
     let pruned = std::process::Command::new(jlive_bin())
         .args(["tree", "--thread", "main"])
         .arg(&file)

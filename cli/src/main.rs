@@ -26,9 +26,10 @@ usage:
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
-  jlive export TRACE --to collapsed [--weight self|calls] [-o OUT]
-        folded stacks for flame graphs: a line per calling context, the thread's name
-        first, weighed by self time in nanoseconds (or calls)
+  jlive export TRACE --to chrome|collapsed [--weight self|calls] [-o OUT]
+        chrome: trace-event JSON (Perfetto's UI, chrome://tracing, speedscope), a track
+        per thread; collapsed: folded stacks for flame graphs, a line per calling
+        context, the thread's name first, weighed by self time in ns (or calls)
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -243,15 +244,21 @@ fn export(args: &[String]) -> Result<u8, String> {
     let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
     match to {
         Some("collapsed") => {}
-        Some(f @ ("perfetto" | "chrome" | "speedscope" | "svg")) => {
+        Some("chrome") => return export_chrome(path, output),
+        Some(f @ ("perfetto" | "speedscope" | "svg")) => {
             return Err(format!(
-                "export to {} is not built yet: --to collapsed (folded stacks, which \
-                 flamegraph.pl, inferno and speedscope read)",
+                "export to {} is not built yet: --to chrome (trace-event JSON, which Perfetto's \
+                 UI and speedscope open) or --to collapsed (folded stacks for flame graphs)",
                 f
             ))
         }
-        Some(other) => return Err(format!("unknown export format '{}': collapsed", other)),
-        None => return Err("which format? --to collapsed".into()),
+        Some(other) => {
+            return Err(format!(
+                "unknown export format '{}': chrome, collapsed",
+                other
+            ))
+        }
+        None => return Err("which format? --to chrome or --to collapsed".into()),
     }
     let (trees, names, cut_at) =
         Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
@@ -276,6 +283,44 @@ fn export(args: &[String]) -> Result<u8, String> {
     };
     written?;
     if let Some(at) = cut_at {
+        eprintln!(
+            "jlive: {}: the file ends inside its last event (at {}): exported what came before",
+            path, at
+        );
+    }
+    Ok(0)
+}
+
+/// `jlive export TRACE --to chrome [-o OUT]`.
+fn export_chrome(path: &str, output: Option<&str>) -> Result<u8, String> {
+    use jlive_writer::chrome::{export, ExportError};
+    let input = open(path)?;
+    let done = match output {
+        Some(o) => {
+            let file =
+                std::fs::File::create(o).map_err(|e| format!("cannot create {}: {}", o, e))?;
+            export(input, std::io::BufWriter::new(file))
+        }
+        None => export(input, std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let cut = match done {
+        Ok(cut) => cut,
+        Err(ExportError::Read(e)) => return Err(format!("{}: {}", path, e)),
+        // A reader that stopped reading (| head) is not an error.
+        Err(ExportError::Write(e))
+            if output.is_none() && e.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            None
+        }
+        Err(ExportError::Write(e)) => {
+            return Err(format!(
+                "cannot write {}: {}",
+                output.unwrap_or("stdout"),
+                e
+            ))
+        }
+    };
+    if let Some(at) = cut {
         eprintln!(
             "jlive: {}: the file ends inside its last event (at {}): exported what came before",
             path, at
