@@ -1032,7 +1032,8 @@ fn compressed_traces_hold_every_call() {
 
 /// `jlive tree`: fib(20)'s calls are 20 calling contexts on main, one per depth of the
 /// recursion, whose calls add up to 21,891, the first with one call; `jlive export --to
-/// collapsed` weighs the same contexts, `--to chrome` gives a slice per call; `jlive stats` names overloads with their signatures, so that no two methods
+/// collapsed` weighs the same contexts, `--to chrome` gives a slice per call, `--to svg` draws
+/// them; `jlive stats` names overloads with their signatures, so that no two methods
 /// share a name in the demo's rankings.
 #[test]
 fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overloads_apart() {
@@ -1126,6 +1127,28 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
     let fib = phase("B").filter(|e| e["name"] == "Fib.fib" && e["tid"] == main);
     assert_eq!(fib.count(), 21891);
     assert!(phase("M").any(|e| e["args"]["name"] == "main" && e["tid"] == main));
+    // The flame graph (inferno): well-formed SVG with fib's frames on main.
+    let svg = dir.join("t.svg");
+    let said = std::process::Command::new(jlive_bin())
+        .args(["export", "--to", "svg", "-o"])
+        .arg(&svg)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<?xml") && drawn.contains("<svg"));
+    assert!(drawn.contains("Fib.fib") && drawn.contains("main"));
+    let lint = std::process::Command::new("xmllint")
+        .arg("--noout")
+        .arg(&svg)
+        .status()
+        .expect("xmllint (apt-get install libxml2-utils)");
+    assert!(lint.success(), "the SVG is well-formed XML");
     let pruned = std::process::Command::new(jlive_bin())
         .args(["tree", "--thread", "main"])
         .arg(&file)

@@ -26,10 +26,11 @@ usage:
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
-  jlive export TRACE --to chrome|collapsed [--weight self|calls] [-o OUT]
+  jlive export TRACE --to chrome|collapsed|svg [--weight self|calls] [-o OUT]
         chrome: trace-event JSON (Perfetto's UI, chrome://tracing, speedscope), a track
         per thread; collapsed: folded stacks for flame graphs, a line per calling
-        context, the thread's name first, weighed by self time in ns (or calls)
+        context, the thread's name first, weighed by self time in ns (or calls); svg:
+        their flame graph (contexts under 0.01% of their thread's time left out)
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -243,41 +244,56 @@ fn export(args: &[String]) -> Result<u8, String> {
     }
     let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
     match to {
-        Some("collapsed") => {}
+        Some("collapsed" | "svg") => {}
         Some("chrome") => return export_chrome(path, output),
-        Some(f @ ("perfetto" | "speedscope" | "svg")) => {
+        Some(f @ ("perfetto" | "speedscope")) => {
             return Err(format!(
                 "export to {} is not built yet: --to chrome (trace-event JSON, which Perfetto's \
-                 UI and speedscope open) or --to collapsed (folded stacks for flame graphs)",
+                 UI and speedscope open), --to collapsed (folded stacks) or --to svg (a flame \
+                 graph)",
                 f
             ))
         }
         Some(other) => {
             return Err(format!(
-                "unknown export format '{}': chrome, collapsed",
+                "unknown export format '{}': chrome, collapsed, svg",
                 other
             ))
         }
-        None => return Err("which format? --to chrome or --to collapsed".into()),
+        None => return Err("which format? --to chrome, collapsed or svg".into()),
     }
     let (trees, names, cut_at) =
         Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let svg = to == Some("svg");
+    // A flame graph cannot show what is under 0.01% of a thread: left out before it is drawn.
+    let min = if svg { 0.01 } else { 0.0 };
+    let write = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(w);
+        if svg {
+            let mut folded = Vec::new();
+            trees.collapsed(&names, weight, min, &mut folded)?;
+            let folded = String::from_utf8_lossy(&folded);
+            let mut o = inferno::flamegraph::Options::default();
+            o.title = format!("jlive: {}", path);
+            o.count_name = match weight {
+                Weight::SelfTime => "ns".to_string(),
+                Weight::Calls => "calls".to_string(),
+            };
+            inferno::flamegraph::from_lines(&mut o, folded.lines(), &mut w)?;
+        } else {
+            trees.collapsed(&names, weight, min, &mut w)?;
+        }
+        std::io::Write::flush(&mut w)
+    };
     let written = match output {
         Some(o) => {
-            let file =
+            let mut file =
                 std::fs::File::create(o).map_err(|e| format!("cannot create {}: {}", o, e))?;
-            let mut w = std::io::BufWriter::new(file);
-            trees
-                .collapsed(&names, weight, &mut w)
-                .and_then(|()| std::io::Write::flush(&mut w))
-                .map_err(|e| format!("cannot write {}: {}", o, e))
+            write(&mut file).map_err(|e| format!("cannot write {}: {}", o, e))
         }
         None => {
-            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
             // A reader that stopped reading (| head) is not an error.
-            let _ = trees
-                .collapsed(&names, weight, &mut w)
-                .and_then(|()| std::io::Write::flush(&mut w));
+            let _ = write(&mut std::io::stdout().lock());
             Ok(())
         }
     };

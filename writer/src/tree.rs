@@ -247,11 +247,13 @@ pub enum Weight {
 impl Trees {
     /// Folded stacks (flame graph tools' "collapsed" input): a line per calling context,
     /// `thread;caller;...;method WEIGHT`, the thread's name first; a `;` inside a name (a
-    /// signature's) is written `,`. Contexts of zero weight are left out.
+    /// signature's) is written `,`. Contexts of zero weight are left out, and those whose
+    /// inclusive time is under `min_percent` of their thread's, with what they called.
     pub fn collapsed(
         &self,
         names: &Trace,
         weight: Weight,
+        min_percent: f64,
         out: &mut impl std::io::Write,
     ) -> std::io::Result<()> {
         let tpu = u128::from(names.info.ticks_per_microsecond.max(1));
@@ -267,8 +269,12 @@ impl Trees {
                 .rev()
                 .map(|&c| (c, thread.clone()))
                 .collect();
+            let least = tree.total_ticks() as f64 * min_percent / 100.0;
             while let Some((node, above)) = todo.pop() {
                 let n = &tree.nodes[node];
+                if min_percent > 0.0 && (n.inclusive_ticks as f64) < least {
+                    continue;
+                }
                 let name = n.method.map_or_else(String::new, |m| names.method_label(m));
                 let path = format!("{};{}", above, name.replace(';', ","));
                 let w = match weight {
