@@ -280,16 +280,10 @@ if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
     echo "(no paused-Tomcat rows: apt-get install -y tomcat10 wrk)"
     exit 0
 fi
+. bench/tomcat-base.sh
 tomcat_rps() { # JLIVE_OPTIONS or "" -> requests/s of wrk over 10 s, after 10 s of warm-up
-    local base=$work/tomcat port=18089 pid f rps
-    rm -rf "$base"
-    mkdir -p "$base"/{conf,logs,temp,webapps/ROOT,work,bin}
-    for f in catalina.properties context.xml jaspic-providers.xml logging.properties tomcat-users.xml web.xml; do
-        cp /etc/tomcat10/$f "$base/conf/"
-    done
-    sed "s/port=\"8080\"/port=\"$port\"/" /etc/tomcat10/server.xml >"$base/conf/server.xml"
-    echo '<html><body>hello from tomcat</body></html>' >"$base/webapps/ROOT/index.html"
-    [ -n "$1" ] && cp examples/appserver/tomcat/setenv.sh "$base/bin/"
+    local base=$work/tomcat port=18089 pid rps
+    tomcat_base "$base" "$port" "${1:+setenv}"
     CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$JAVA_HOME JLIVE_LIB=$lib \
         JLIVE_OPTIONS="$1,control=off,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
     pid=$!

@@ -20,13 +20,8 @@ cargo build --release -q -p jlive -p jlive-cli
 jlive=target/release/jlive
 work=$(mktemp -d /tmp/jlive-soak.XXXXXX)
 base=$work/tomcat port=18090
-mkdir -p "$base"/{conf,logs,temp,webapps/ROOT,work,bin}
-for f in catalina.properties context.xml jaspic-providers.xml logging.properties tomcat-users.xml web.xml; do
-    cp /etc/tomcat10/$f "$base/conf/"
-done
-sed "s/port=\"8080\"/port=\"$port\"/" /etc/tomcat10/server.xml >"$base/conf/server.xml"
-echo '<html><body>hello from tomcat</body></html>' >"$base/webapps/ROOT/index.html"
-cp examples/appserver/tomcat/setenv.sh "$base/bin/"
+. bench/tomcat-base.sh
+tomcat_base "$base" "$port" setenv
 socket=$work/c.sock
 options="start=paused,capture=${CAPTURE:-events},control=$socket,file=$work/t-%n.trc${OPTIONS:+,$OPTIONS}"
 CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$JAVA_HOME \

@@ -262,8 +262,7 @@ fn export(args: &[String]) -> Result<u8, String> {
         }
         None => return Err("which format? --to chrome, collapsed or svg".into()),
     }
-    let (trees, names, cut_at) =
-        Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let (trees, names) = Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     let svg = to == Some("svg");
     // A flame graph cannot show what is under 0.01% of a thread: left out before it is drawn.
     let min = if svg { 0.01 } else { 0.0 };
@@ -298,7 +297,7 @@ fn export(args: &[String]) -> Result<u8, String> {
         }
     };
     written?;
-    if let Some(at) = cut_at {
+    if let Some(at) = names.cut_at {
         eprintln!(
             "jlive: {}: the file ends inside its last event (at {}): exported what came before",
             path, at
@@ -368,8 +367,7 @@ fn tree(args: &[String]) -> Result<u8, String> {
         }
     }
     let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
-    let (trees, names, cut_at) =
-        Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let (trees, names) = Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     let report = trees.report(&names, min, thread);
     if report.is_empty() {
         return Err(match thread {
@@ -378,7 +376,7 @@ fn tree(args: &[String]) -> Result<u8, String> {
         });
     }
     out(&report);
-    if let Some(at) = cut_at {
+    if let Some(at) = names.cut_at {
         eprintln!(
             "jlive: {}: the file ends inside its last event (at {}): the tree is of what came before",
             path, at

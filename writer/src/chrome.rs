@@ -16,7 +16,7 @@
 //! left out.
 
 use crate::model::{Event, ThreadId};
-use crate::read::{self, DecodeError, Trace};
+use crate::read::{DecodeError, Trace};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -154,29 +154,29 @@ impl<W: Write> Writer<W> {
 /// Writes the trace `reader` holds (any format) as Chrome JSON into `out`; where the file was
 /// cut, if it was.
 pub fn export(reader: impl io::Read, out: impl Write) -> Result<Option<usize>, ExportError> {
-    let mut events = read::open(reader)?;
-    let mut names = Trace::empty(events.format(), events.info().clone());
     let mut w = Writer {
         out,
         first: true,
         start: None,
-        ticks_per_us: f64::from(events.info().ticks_per_microsecond.max(1)),
+        ticks_per_us: 1.0,
         open: HashMap::new(),
     };
     w.out.write_all(b"{\"traceEvents\":[\n")?;
     let mut last = 0;
-    let cut = read::each(&mut *events, |_, e| -> Result<(), ExportError> {
-        names.learn(&e);
+    let names = Trace::scan(reader, |names, _, e| -> Result<(), ExportError> {
+        if w.start.is_none() {
+            w.ticks_per_us = f64::from(names.info.ticks_per_microsecond.max(1));
+        }
         if e.ticks() > 0 {
             last = e.ticks();
         }
-        w.event(&names, &e)?;
+        w.event(names, &e)?;
         Ok(())
     })?;
     w.close(last)?;
     w.out.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")?;
     w.out.flush()?;
-    Ok(cut)
+    Ok(names.cut_at)
 }
 
 #[cfg(test)]

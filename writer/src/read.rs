@@ -169,16 +169,32 @@ impl Trace {
     /// file ends inside of (a JVM killed while its trace was being written): that one is left
     /// out and `cut_at` says where it began.
     pub fn read(reader: impl Read) -> Result<Trace, DecodeError> {
-        let mut events = open(reader)?;
-        let mut trace = Trace::empty(events.format(), events.info().clone());
-        trace.cut_at = each(&mut *events, |at, e| -> Result<(), DecodeError> {
-            trace.learn(&e);
-            trace.events.push((at, e));
+        let mut kept = Vec::new();
+        let mut trace = Trace::scan(reader, |_, at, e| -> Result<(), DecodeError> {
+            kept.push((at, e));
             Ok(())
         })?;
-        // Some formats say more about the run as they go (TPTP's closing messages).
-        trace.info = events.info().clone();
+        trace.events = kept;
         Ok(trace)
+    }
+
+    /// Reads a file of any format one event at a time and keeps none: `visit` gets each
+    /// event (and its position) with the names learnt up to it, its own included. Returns
+    /// the names, the file's info as it stands at the end (some formats say more about the
+    /// run as they go: TPTP's closing messages) and where the file was cut, as
+    /// [`Trace::read`] says.
+    pub fn scan<E: From<DecodeError>>(
+        reader: impl Read,
+        mut visit: impl FnMut(&Trace, usize, Event) -> Result<(), E>,
+    ) -> Result<Trace, E> {
+        let mut events = open(reader)?;
+        let mut names = Trace::empty(events.format(), events.info().clone());
+        names.cut_at = each(&mut *events, |at, e| {
+            names.learn(&e);
+            visit(&names, at, e)
+        })?;
+        names.info = events.info().clone();
+        Ok(names)
     }
 
     /// A trace with no events and no names yet, to [`Trace::learn`] them as events are read

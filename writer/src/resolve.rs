@@ -121,6 +121,37 @@ impl ThreadState {
         }
         (self.depth, self.tickets)
     }
+
+    /// Leaves the frames above the first `keep`, top first, at `ticks`: a Leave for each
+    /// traced one, its overhead `overhead(frame)`. Returns how many Leaves were written.
+    fn leave_above(
+        &mut self,
+        sink: &mut impl Sink,
+        id: ThreadId,
+        keep: usize,
+        ticks: u64,
+        overhead: impl Fn(&Frame) -> u64,
+    ) -> io::Result<u64> {
+        let mut left = 0;
+        while self.frames.len() > keep {
+            let Some(frame) = self.frames.pop() else {
+                break;
+            };
+            if let Some(method) = frame.method.method() {
+                sink.leave(Leave {
+                    ticks,
+                    thread: id,
+                    method,
+                    depth: self.depth,
+                    ticket: frame.ticket,
+                    overhead: overhead(&frame),
+                })?;
+                self.depth -= 1;
+                left += 1;
+            }
+        }
+        Ok(left)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -631,21 +662,7 @@ impl<S: Sink> Resolver<S> {
         self.counts.lost_exits += u64::from(r.arg);
         let id = self.thread_id(thread, r.ticks)?;
         let state = state_of(&mut self.current, &mut self.threads, thread);
-        let mut closed = 0u64;
-        while let Some(frame) = state.frames.pop() {
-            if let Some(method) = frame.method.method() {
-                self.sink.leave(Leave {
-                    ticks: r.ticks,
-                    thread: id,
-                    method,
-                    depth: state.depth,
-                    ticket: frame.ticket,
-                    overhead: 0,
-                })?;
-                state.depth -= 1;
-                closed += 1;
-            }
-        }
+        let closed = state.leave_above(&mut self.sink, id, 0, r.ticks, |_| 0)?;
         self.emit(Event::UserEvent {
             ticks: r.ticks,
             text: format!(
@@ -718,26 +735,12 @@ impl<S: Sink> Resolver<S> {
             state.frames.truncate(at); // a thread with no traced entry has nothing to leave
             return Ok(());
         };
-        while state.frames.len() > at {
-            let Some(frame) = state.frames.pop() else {
-                break;
-            };
-            if let Some(method) = frame.method.method() {
-                let spent = u64::from(frame.overhead) + u64::from(r.extra);
-                self.sink.leave(Leave {
-                    ticks: r.ticks,
-                    thread: id,
-                    method,
-                    depth: state.depth,
-                    ticket: frame.ticket,
-                    overhead: match &self.config.stck {
-                        Some(stck) => stck.span(spent),
-                        None => spent,
-                    },
-                })?;
-                state.depth -= 1;
-            }
-        }
+        let stck = &self.config.stck;
+        let overhead = |f: &Frame| {
+            let spent = u64::from(f.overhead) + u64::from(r.extra);
+            stck.as_ref().map_or(spent, |s| s.span(spent))
+        };
+        state.leave_above(&mut self.sink, id, at, r.ticks, overhead)?;
         Ok(())
     }
 

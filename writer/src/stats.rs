@@ -2,7 +2,7 @@
 //! per-thread calls, and the top methods by calls and by self time.
 
 use crate::model::{Event, MethodId, ThreadId};
-use crate::read::{self, DecodeError, Trace};
+use crate::read::{DecodeError, Trace};
 use crate::resolve::LOST_PREFIX;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -151,15 +151,11 @@ impl Stats {
     /// trace's events take several times its size in memory), and where its last event was
     /// cut short, as [`Trace::read`] reads it.
     pub fn of_reader(reader: impl std::io::Read) -> Result<(Stats, Option<usize>), DecodeError> {
-        let mut events = read::open(reader)?;
-        let mut names = Trace::empty(events.format(), events.info().clone());
         let mut tally = Tally::default();
-        names.cut_at = read::each(&mut *events, |_, e| -> Result<(), DecodeError> {
-            names.learn(&e);
+        let names = Trace::scan(reader, |_, _, e| -> Result<(), DecodeError> {
             tally.add(&e);
             Ok(())
         })?;
-        names.info = events.info().clone();
         Ok((tally.finish(&names), names.cut_at))
     }
 

@@ -7,7 +7,7 @@
 //! whose entry came before the burst is not counted (as `jlive stats` does).
 
 use crate::model::{Event, MethodId, ThreadId};
-use crate::read::{self, DecodeError, Trace};
+use crate::read::{DecodeError, Trace};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -135,22 +135,15 @@ impl Trees {
     }
 
     /// The trees of a file of any format, and the names they need (decoded one event at a
-    /// time; where the file was cut, as [`Trace::read`] says).
-    pub fn of_reader(
-        reader: impl std::io::Read,
-    ) -> Result<(Trees, Trace, Option<usize>), DecodeError> {
-        let mut events = read::open(reader)?;
-        let mut names = Trace::empty(events.format(), events.info().clone());
+    /// time; where the file was cut in [`Trace::cut_at`]).
+    pub fn of_reader(reader: impl std::io::Read) -> Result<(Trees, Trace), DecodeError> {
         let mut trees = Trees::default();
-        names.cut_at = read::each(&mut *events, |_, e| -> Result<(), DecodeError> {
-            names.learn(&e);
+        let names = Trace::scan(reader, |_, _, e| -> Result<(), DecodeError> {
             trees.add(&e);
             Ok(())
         })?;
-        names.info = events.info().clone();
         trees.close(0);
-        let cut = names.cut_at;
-        Ok((trees, names, cut))
+        Ok((trees, names))
     }
 
     /// The report: threads by traced time (only `thread` if given), each context whose
