@@ -7,6 +7,7 @@
 #   RUNS=3 APPS=0 bench/run.sh    # CallBench and the rewriter only
 #   TOMCAT=0 bench/run.sh         # without the paused-Tomcat rows
 #   TOUCH=0 bench/run.sh          # without touching the memory first (touch_memory.c)
+#   EXPORTS=0 bench/run.sh        # without reading javac's trace back (stats, tree, exports)
 #   HOLD=0 bench/run.sh           # let the guest hand freed pages back to its host at once
 #
 # Needs a JDK 17, gcc, bc; JDK 25 (for the JFR row) when installed; Debian's libh2-java and
@@ -228,6 +229,37 @@ echo "calls, floor: the traced calls of one bci run, and the ratio they would gi
 echo "  floor ($(printf '%.1f' "$floor_call") ns/call) with nothing else added: the least any JNI-trampoline tracer reaches here"
 stolen_since "$started"
 echo
+
+if [ "${EXPORTS:-1}" = 1 ]; then
+    # Reading a trace back (issue 28): javac's bci trace through every reader and export.
+    "$java" -agentpath:"$lib=capture=bci,file=$work/javac.trc" -m jdk.compiler/com.sun.tools.javac.Main \
+        --release 8 -d "$work/javac-out" examples/Demo.java >/dev/null 2>&1
+    events=$(target/release/jlive stats --top 0 "$work/javac.trc" | awk '$1 == "events:" {print $2}')
+    echo "== reading javac's bci trace back: $(printf '%.1f' "$(echo "$events / 1000000" | bc -l)")M events, $(($(wc -c <"$work/javac.trc") / 1048576)) MB; median of $rounds runs"
+    printf '%-34s %10s %14s %12s\n' command wall "M events/s" "output MB"
+    export_row() { # label command... (writing $work/out)
+        local label=$1 times="" t s e
+        shift
+        for _ in $(seq "$rounds"); do
+            sync
+            s=$(date +%s.%N)
+            "$@" >"$work/out.stdout" 2>/dev/null
+            e=$(date +%s.%N)
+            times+="$(echo "$e - $s" | bc -l)"$'\n'
+        done
+        t=$(printf '%s' "$times" | median)
+        printf '%-34s %8.2f s %14.1f %12.1f\n' "$label" "$t" "$(echo "$events / $t / 1000000" | bc -l)" \
+            "$(echo "$(cat "$work/out" "$work/out.stdout" 2>/dev/null | wc -c) / 1048576" | bc -l)"
+        rm -f "$work/out" "$work/out.stdout"
+    }
+    export_row "jlive stats" target/release/jlive stats "$work/javac.trc"
+    export_row "jlive tree" target/release/jlive tree "$work/javac.trc"
+    for to in perfetto chrome speedscope collapsed svg; do
+        export_row "jlive export --to $to" target/release/jlive export "$work/javac.trc" --to $to -o "$work/out"
+    done
+    rm -f "$work/javac.trc"
+    echo
+fi
 
 if [ -f "$jar" ]; then
     # A long burst against the disk (since run 31): h2's traced run writes its trace faster

@@ -2,12 +2,14 @@
 
 mod ctl;
 mod launch;
+mod progress;
 
 use jlive_writer::check::check_reader;
 use jlive_writer::format::{AnySink, Format, FormatOptions};
 use jlive_writer::read::{self, Trace};
 use jlive_writer::stats::Stats;
 use jlive_writer::tree::{Trees, Weight};
+use progress::Reading;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -26,11 +28,14 @@ usage:
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
-  jlive export TRACE --to chrome|collapsed|svg [--weight self|calls] [-o OUT]
-        chrome: trace-event JSON (Perfetto's UI, chrome://tracing, speedscope), a track
-        per thread; collapsed: folded stacks for flame graphs, a line per calling
-        context, the thread's name first, weighed by self time in ns (or calls); svg:
-        their flame graph (contexts under 0.01% of their thread's time left out)
+  jlive export TRACE --to FORMAT [--weight self|calls] [-o OUT]
+        perfetto: Perfetto's protobuf trace (ui.perfetto.dev), a track per thread, a
+        slice per call, GC, user events and bursts as instants; chrome: trace-event
+        JSON (chrome://tracing, Perfetto's UI), for small traces; speedscope: its
+        evented JSON, a profile per thread; collapsed: folded stacks for flame graphs,
+        a line per calling context, the thread's name first, weighed by self time in
+        ns (or calls); svg: their flame graph (contexts under 0.01% of their thread's
+        time left out). Written to stdout without -o
   jlive convert [--to FORMAT] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -245,24 +250,19 @@ fn export(args: &[String]) -> Result<u8, String> {
     let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
     match to {
         Some("collapsed" | "svg") => {}
-        Some("chrome") => return export_chrome(path, output),
-        Some(f @ ("perfetto" | "speedscope")) => {
-            return Err(format!(
-                "export to {} is not built yet: --to chrome (trace-event JSON, which Perfetto's \
-                 UI and speedscope open), --to collapsed (folded stacks) or --to svg (a flame \
-                 graph)",
-                f
-            ))
+        Some(to @ ("chrome" | "perfetto" | "speedscope")) => {
+            return export_timeline(path, to, output)
         }
         Some(other) => {
             return Err(format!(
-                "unknown export format '{}': chrome, collapsed, svg",
-                other
+                "unknown export format '{}': {}",
+                other, EXPORT_TARGETS
             ))
         }
-        None => return Err("which format? --to chrome, collapsed or svg".into()),
+        None => return Err(format!("which format? --to {}", EXPORT_TARGETS)),
     }
-    let (trees, names) = Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let (trees, names) =
+        Trees::of_reader(Reading::open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     let svg = to == Some("svg");
     // A flame graph cannot show what is under 0.01% of a thread: left out before it is drawn.
     let min = if svg { 0.01 } else { 0.0 };
@@ -306,17 +306,31 @@ fn export(args: &[String]) -> Result<u8, String> {
     Ok(0)
 }
 
-/// `jlive export TRACE --to chrome [-o OUT]`.
-fn export_chrome(path: &str, output: Option<&str>) -> Result<u8, String> {
-    use jlive_writer::chrome::{export, ExportError};
-    let input = open(path)?;
-    let done = match output {
+const EXPORT_TARGETS: &str = "perfetto, chrome, speedscope, collapsed or svg";
+
+/// `jlive export TRACE --to perfetto|chrome|speedscope [-o OUT]`: the exports that stream the
+/// trace's events.
+fn export_timeline(path: &str, to: &str, output: Option<&str>) -> Result<u8, String> {
+    use jlive_writer::export::{chrome, perfetto, speedscope, ExportError};
+    if to == "perfetto" && output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        return Err("a Perfetto trace is binary: give -o FILE (or redirect stdout)".into());
+    }
+    let input = Reading::open(path)?;
+    let title = std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());
+    let out: Box<dyn std::io::Write> = match output {
         Some(o) => {
-            let file =
-                std::fs::File::create(o).map_err(|e| format!("cannot create {}: {}", o, e))?;
-            export(input, std::io::BufWriter::new(file))
+            Box::new(std::fs::File::create(o).map_err(|e| format!("cannot create {}: {}", o, e))?)
         }
-        None => export(input, std::io::BufWriter::new(std::io::stdout().lock())),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let out = std::io::BufWriter::with_capacity(1 << 20, out);
+    let done = match to {
+        "chrome" => chrome::export(input, out),
+        "perfetto" => perfetto::export(input, out, &title),
+        _ => speedscope::export(input, out, &title),
     };
     let cut = match done {
         Ok(cut) => cut,
@@ -367,7 +381,8 @@ fn tree(args: &[String]) -> Result<u8, String> {
         }
     }
     let path = path.ok_or_else(|| format!("expected a trace file\n\n{}", USAGE))?;
-    let (trees, names) = Trees::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let (trees, names) =
+        Trees::of_reader(Reading::open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     let report = trees.report(&names, min, thread);
     if report.is_empty() {
         return Err(match thread {
@@ -400,7 +415,8 @@ fn stats(args: &[String]) -> Result<u8, String> {
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
         .is_ok()
         && magic == jlive_writer::gzip::MAGIC;
-    let (stats, cut_at) = Stats::of_reader(open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    let (stats, cut_at) =
+        Stats::of_reader(Reading::open(path)?).map_err(|e| format!("{}: {}", path, e))?;
     out(&stats.report(top));
     if let Some(at) = cut_at {
         let rest = match stats.format {

@@ -18,7 +18,7 @@
 //! [`check`] verifies one, [`stats`] summarises one.
 
 pub mod check;
-pub mod chrome;
+pub mod export;
 pub mod file;
 pub mod filter;
 pub mod format;

@@ -1,0 +1,197 @@
+//! `jlive export`: a trace of any format as today's viewers read it.
+//!
+//! Every target sees the trace the same way, through [`Timeline`]: threads, the slices of
+//! their calls (a begin and an end, properly nested per thread), and instants (GC, user
+//! events, burst boundaries), in the file's order, timed in nanoseconds from the trace's first
+//! timed event. [`drive`] makes that view: frames still open when a burst ends are ended
+//! there, a leave whose entry came before the burst is left out, and what is open at the end
+//! of the file is ended at its last time. It reads one event at a time, so memory grows with
+//! the threads' depth and the names, not with the events.
+//!
+//! - [`chrome`]: Chrome trace-event JSON (chrome://tracing, Perfetto's UI, speedscope).
+//! - [`perfetto`]: Perfetto's protobuf TrackEvent trace.
+//! - [`speedscope`]: speedscope's evented JSON, a profile per thread.
+//!
+//! The folded stacks and the flame graph are drawn from the calling-context trees
+//! ([`crate::tree`]).
+
+pub mod chrome;
+pub mod perfetto;
+pub mod speedscope;
+
+use crate::model::{Event, MethodId, ThreadDef, ThreadId};
+use crate::read::{DecodeError, Trace};
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// Errors of reading the trace or writing the export.
+#[derive(Debug)]
+pub enum ExportError {
+    Read(DecodeError),
+    Write(io::Error),
+}
+
+impl From<DecodeError> for ExportError {
+    fn from(e: DecodeError) -> Self {
+        ExportError::Read(e)
+    }
+}
+
+impl From<io::Error> for ExportError {
+    fn from(e: io::Error) -> Self {
+        ExportError::Write(e)
+    }
+}
+
+/// What a target makes of a trace; times are nanoseconds from the trace's first timed event.
+pub trait Timeline {
+    /// Before anything else, once the file's header is read.
+    fn start(&mut self, _names: &Trace) -> io::Result<()> {
+        Ok(())
+    }
+    /// A thread, before its first slice.
+    fn thread(&mut self, names: &Trace, thread: &ThreadDef) -> io::Result<()>;
+    /// `method` entered on `thread`.
+    fn begin(
+        &mut self,
+        names: &Trace,
+        thread: ThreadId,
+        method: MethodId,
+        ns: u64,
+    ) -> io::Result<()>;
+    /// The innermost open slice of `thread` (`method`'s) ended.
+    fn end(&mut self, thread: ThreadId, method: MethodId, ns: u64) -> io::Result<()>;
+    /// Something that happened to the whole JVM at `ns`.
+    fn instant(&mut self, text: &str, ns: u64) -> io::Result<()>;
+}
+
+/// Ticks to nanoseconds from the first timed event.
+struct Clock {
+    start: Option<u64>,
+    ticks_per_us: u128,
+}
+
+impl Clock {
+    fn ns(&mut self, ticks: u64) -> u64 {
+        let start = *self.start.get_or_insert(ticks);
+        (u128::from(ticks.saturating_sub(start)) * 1000 / self.ticks_per_us) as u64
+    }
+}
+
+/// Each thread's open frames.
+#[derive(Default)]
+struct Stacks(HashMap<ThreadId, Vec<MethodId>>);
+
+impl Stacks {
+    /// Ends every open frame at `ns`, innermost first, thread by thread.
+    fn close(&mut self, out: &mut impl Timeline, ns: u64) -> io::Result<()> {
+        let mut threads: Vec<ThreadId> = self.0.keys().copied().collect();
+        threads.sort_unstable();
+        for thread in threads {
+            let stack = self.0.get_mut(&thread).expect("listed");
+            while let Some(method) = stack.pop() {
+                out.end(thread, method, ns)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the trace `reader` holds (any format) into `out`; returns its names and the time of
+/// its last event in ns (where every frame still open was ended).
+pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u64), ExportError> {
+    let mut clock = Clock {
+        start: None,
+        ticks_per_us: 1,
+    };
+    let mut stacks = Stacks::default();
+    let mut last = 0;
+    let mut started = false;
+    let names = Trace::scan(reader, |names, _, e| -> Result<(), ExportError> {
+        if !started {
+            started = true;
+            clock.ticks_per_us = u128::from(names.info.ticks_per_microsecond.max(1));
+            out.start(names)?;
+        }
+        let ticks = e.ticks();
+        if ticks == 0 {
+            if let Event::ThreadDefine(t) = &e {
+                out.thread(names, t)?;
+            }
+            return Ok(());
+        }
+        let ns = clock.ns(ticks);
+        last = last.max(ns);
+        match &e {
+            Event::ThreadDefine(t) => out.thread(names, t)?,
+            Event::MethodEnter(m) => {
+                stacks.0.entry(m.thread).or_default().push(m.method);
+                out.begin(names, m.thread, m.method, ns)?;
+            }
+            Event::MethodLeave(l) => {
+                if let Some(method) = stacks.0.get_mut(&l.thread).and_then(Vec::pop) {
+                    out.end(l.thread, method, ns)?;
+                }
+            }
+            Event::BurstBegin { burst, .. } => {
+                stacks.close(out, ns)?;
+                out.instant(&format!("burst {} begins", burst), ns)?;
+            }
+            Event::BurstEnd { burst, .. } => {
+                stacks.close(out, ns)?;
+                out.instant(&format!("burst {} ends", burst), ns)?;
+            }
+            Event::GcStart { .. } => out.instant("GC start", ns)?,
+            Event::GcFinish { .. } => out.instant("GC finish", ns)?,
+            Event::UserEvent { text, .. } => out.instant(text, ns)?,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    if !started {
+        out.start(&names)?;
+    }
+    stacks.close(out, last)?;
+    Ok((names, last))
+}
+
+/// A JSON string literal.
+pub(crate) fn json(out: &mut impl Write, text: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    for c in text.chars() {
+        match c {
+            '"' => out.write_all(b"\\\"")?,
+            '\\' => out.write_all(b"\\\\")?,
+            c if (c as u32) < 0x20 => write!(out, "\\u{:04x}", c as u32)?,
+            c => write!(out, "{}", c)?,
+        }
+    }
+    out.write_all(b"\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_json_strings() {
+        let mut out = Vec::new();
+        json(&mut out, "a\"b\\c\nd$e<init>").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"b\\c\u000ad$e<init>""#
+        );
+    }
+
+    #[test]
+    fn ticks_become_nanoseconds_from_the_first_timed_event() {
+        let mut clock = Clock {
+            start: None,
+            ticks_per_us: 2400,
+        };
+        assert_eq!(clock.ns(1_000_000), 0);
+        assert_eq!(clock.ns(1_002_400), 1000);
+        assert_eq!(clock.ns(1_000_001), 0);
+        assert_eq!(clock.ns(999), 0);
+    }
+}

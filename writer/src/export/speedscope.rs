@@ -1,0 +1,300 @@
+//! `jlive export --to speedscope`: speedscope's evented JSON, a profile per thread.
+//!
+//! ```text
+//! {"$schema":"https://www.speedscope.app/file-format-schema.json","exporter":"jlive",
+//!  "name":"app.trc","activeProfileIndex":0,
+//!  "profiles":[{"type":"evented","name":"main","unit":"nanoseconds",
+//!               "startValue":120,"endValue":98000,
+//!               "events":[{"type":"O","frame":0,"at":120},       Fib.fib entered
+//!                         {"type":"C","frame":0,"at":400}, ...]}, and left
+//!              ...],
+//!  "shared":{"frames":[{"name":"Fib.fib"}, ...]}}
+//! ```
+//!
+//! A profile holds one thread's events, but a trace interleaves its threads: each thread's
+//! events are kept in a compact form (13 bytes each) until the end, in memory up to a bound
+//! and beyond it in an unlinked temporary file, then written thread by thread. Instants have
+//! no place in this format and are left out.
+
+use super::{drive, json, ExportError, Timeline};
+use crate::model::{MethodId, ThreadDef, ThreadId};
+use crate::read::Trace;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+const OPEN: u8 = b'O';
+const CLOSE: u8 = b'C';
+/// One event kept: its kind, its frame (u32) and its time (u64), little-endian.
+const EVENT: usize = 13;
+/// A thread's events are moved to the file when they reach this size...
+const THREAD_CHUNK: usize = 256 * 1024;
+/// ...and every thread's when all together reach this.
+const IN_MEMORY: usize = 32 << 20;
+
+#[derive(Default)]
+struct Profile {
+    name: String,
+    /// Parts of the temporary file that hold this thread's earlier events: offset, length.
+    chunks: Vec<(u64, usize)>,
+    kept: Vec<u8>,
+    start: Option<u64>,
+    end: u64,
+}
+
+struct Speedscope {
+    /// Threads in the order they were defined.
+    order: Vec<ThreadId>,
+    profiles: HashMap<ThreadId, Profile>,
+    frames: HashMap<MethodId, u32>,
+    frame_names: Vec<String>,
+    spill: Option<File>,
+    spilled: u64,
+    in_memory: usize,
+    /// [`THREAD_CHUNK`] and [`IN_MEMORY`] (smaller in tests).
+    chunk: usize,
+    limit: usize,
+}
+
+/// A file in the temporary directory that is gone from it as soon as it is open.
+fn unlinked_temp_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    for n in 0..100u32 {
+        let path = dir.join(format!(".jlive-speedscope-{}-{}", std::process::id(), n));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free temporary file name"))
+}
+
+impl Speedscope {
+    fn new(chunk: usize, limit: usize) -> Speedscope {
+        Speedscope {
+            order: Vec::new(),
+            profiles: HashMap::new(),
+            frames: HashMap::new(),
+            frame_names: Vec::new(),
+            spill: None,
+            spilled: 0,
+            in_memory: 0,
+            chunk,
+            limit,
+        }
+    }
+
+    fn spill(&mut self, thread: ThreadId) -> io::Result<()> {
+        let profile = self.profiles.get_mut(&thread).expect("known thread");
+        if profile.kept.is_empty() {
+            return Ok(());
+        }
+        let file = match &mut self.spill {
+            Some(f) => f,
+            None => self.spill.insert(unlinked_temp_file()?),
+        };
+        file.write_all(&profile.kept)?;
+        profile.chunks.push((self.spilled, profile.kept.len()));
+        self.spilled += profile.kept.len() as u64;
+        self.in_memory -= profile.kept.len();
+        profile.kept.clear();
+        Ok(())
+    }
+
+    fn keep(&mut self, thread: ThreadId, kind: u8, frame: u32, ns: u64) -> io::Result<()> {
+        let profile = self.profiles.entry(thread).or_default();
+        profile.kept.push(kind);
+        profile.kept.extend_from_slice(&frame.to_le_bytes());
+        profile.kept.extend_from_slice(&ns.to_le_bytes());
+        profile.start.get_or_insert(ns);
+        profile.end = ns;
+        self.in_memory += EVENT;
+        if profile.kept.len() >= self.chunk {
+            self.spill(thread)?;
+        }
+        if self.in_memory >= self.limit {
+            for thread in self.order.clone() {
+                self.spill(thread)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one thread's profile.
+    fn write_profile(&mut self, out: &mut impl Write, thread: ThreadId) -> io::Result<()> {
+        let profile = self.profiles.remove(&thread).expect("known thread");
+        out.write_all(b"{\"type\":\"evented\",\"name\":")?;
+        json(out, &profile.name)?;
+        write!(
+            out,
+            ",\"unit\":\"nanoseconds\",\"startValue\":{},\"endValue\":{},\"events\":[",
+            profile.start.unwrap_or(0),
+            profile.end
+        )?;
+        let mut first = true;
+        let mut write_events = |out: &mut dyn Write, bytes: &[u8]| -> io::Result<()> {
+            for e in bytes.chunks_exact(EVENT) {
+                let frame = u32::from_le_bytes(e[1..5].try_into().expect("4 bytes"));
+                let at = u64::from_le_bytes(e[5..13].try_into().expect("8 bytes"));
+                if !std::mem::replace(&mut first, false) {
+                    out.write_all(b",")?;
+                }
+                write!(
+                    out,
+                    "{{\"type\":\"{}\",\"frame\":{},\"at\":{}}}",
+                    e[0] as char, frame, at
+                )?;
+            }
+            Ok(())
+        };
+        let mut chunk = Vec::new();
+        for &(offset, len) in &profile.chunks {
+            let file = self.spill.as_mut().expect("chunks are in the file");
+            file.seek(SeekFrom::Start(offset))?;
+            chunk.resize(len, 0);
+            file.read_exact(&mut chunk)?;
+            write_events(out, &chunk)?;
+        }
+        write_events(out, &profile.kept)?;
+        out.write_all(b"]}")
+    }
+}
+
+impl Timeline for Speedscope {
+    fn thread(&mut self, _: &Trace, t: &ThreadDef) -> io::Result<()> {
+        if !self.profiles.contains_key(&t.id) {
+            self.order.push(t.id);
+        }
+        self.profiles.entry(t.id).or_default().name = t.name.clone();
+        Ok(())
+    }
+
+    fn begin(
+        &mut self,
+        names: &Trace,
+        thread: ThreadId,
+        method: MethodId,
+        ns: u64,
+    ) -> io::Result<()> {
+        let next = self.frame_names.len() as u32;
+        let frame = *self.frames.entry(method).or_insert(next);
+        if frame == next {
+            self.frame_names.push(names.method_label(method));
+        }
+        if !self.profiles.contains_key(&thread) {
+            self.order.push(thread);
+        }
+        self.keep(thread, OPEN, frame, ns)
+    }
+
+    fn end(&mut self, thread: ThreadId, method: MethodId, ns: u64) -> io::Result<()> {
+        let frame = self.frames[&method];
+        self.keep(thread, CLOSE, frame, ns)
+    }
+
+    fn instant(&mut self, _: &str, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes the trace `reader` holds (any format) as speedscope JSON into `out`, a profile for
+/// each thread that made traced calls, named `title`; where the file was cut, if it was.
+pub fn export(
+    reader: impl io::Read,
+    out: impl Write,
+    title: &str,
+) -> Result<Option<usize>, ExportError> {
+    let mut s = Speedscope::new(THREAD_CHUNK, IN_MEMORY);
+    let (names, _) = drive(reader, &mut s)?;
+    s.finish(out, title)?;
+    Ok(names.cut_at)
+}
+
+impl Speedscope {
+    fn finish(mut self, mut out: impl Write, title: &str) -> io::Result<()> {
+        let traced: Vec<ThreadId> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|t| self.profiles[t].start.is_some())
+            .collect();
+        let active = traced
+            .iter()
+            .position(|t| self.profiles[t].name == "main")
+            .unwrap_or(0);
+        out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",")?;
+        out.write_all(b"\"exporter\":\"jlive\",\"name\":")?;
+        json(&mut out, title)?;
+        writeln!(out, ",\"activeProfileIndex\":{},\"profiles\":[", active)?;
+        for (i, &thread) in traced.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            self.write_profile(&mut out, thread)?;
+        }
+        out.write_all(b"],\n\"shared\":{\"frames\":[")?;
+        for (i, name) in self.frame_names.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            out.write_all(b"{\"name\":")?;
+            json(&mut out, name)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"]}}\n")?;
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::model::TraceInfo;
+
+    fn written(chunk: usize, limit: usize) -> String {
+        let names = Trace::empty(Format::Jinsight, TraceInfo::default());
+        let mut s = Speedscope::new(chunk, limit);
+        let m = |index| MethodId { class: 1, index };
+        for (id, name) in [(1, "main"), (2, "worker")] {
+            let t = ThreadDef {
+                ticks: 0,
+                id,
+                name: name.into(),
+                group: String::new(),
+                parent: String::new(),
+            };
+            s.thread(&names, &t).unwrap();
+        }
+        for i in 0..1000u64 {
+            let thread = 1 + (i % 2) as u32;
+            s.begin(&names, thread, m(0), 10 * i).unwrap();
+            s.begin(&names, thread, m(1 + (i % 3) as u16), 10 * i + 1)
+                .unwrap();
+            s.end(thread, m(1 + (i % 3) as u16), 10 * i + 2).unwrap();
+            s.end(thread, m(0), 10 * i + 3).unwrap();
+        }
+        let mut out = Vec::new();
+        s.finish(&mut out, "t").unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn events_moved_to_the_temporary_file_come_back_in_their_order() {
+        let in_memory = written(THREAD_CHUNK, IN_MEMORY);
+        assert_eq!(in_memory.matches("\"type\":\"O\"").count(), 2000);
+        assert!(in_memory.contains("\"name\":\"worker\""));
+        // Chunks of 10 events, and everything out whenever 25 are in memory.
+        assert_eq!(written(10 * EVENT, 25 * EVENT), in_memory);
+        assert_eq!(written(7 * EVENT, usize::MAX), in_memory);
+    }
+}
