@@ -212,7 +212,7 @@ pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread
 pub extern "C" fn vm_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv) {
     guard(|| {
         if let Some(jni) = Jni::from_callback(jni) {
-            if let Err(e) = crate::capture::bci::define_trampoline(jni) {
+            if let Err(e) = crate::capture::bci::define_trampoline(jni).map(|_| ()) {
                 crate::log::warn(&format!("{}; capture=bci traces nothing", e));
             }
         }

@@ -346,7 +346,22 @@ fn platform(value: &str) -> Result<Option<u32>, OptionError> {
 impl Options {
     /// Parses the string after `=` in `-agentpath:libjlive.so=...`.
     pub fn parse(text: &str) -> Result<Options, OptionError> {
-        let mut o = Options::default();
+        Options::parse_over(Options::default(), text)
+    }
+
+    /// The options of an agent loaded into a running JVM (`jlive attach`): the same, but for
+    /// their defaults `capture=bci` (a running HotSpot gives method entry and exit events only
+    /// to agents loaded at start-up) and `start=paused` (bursts come from `jlive ctl`).
+    pub fn parse_attached(text: &str) -> Result<Options, OptionError> {
+        let base = Options {
+            capture: Capture::Bci,
+            paused: true,
+            ..Options::default()
+        };
+        Options::parse_over(base, text)
+    }
+
+    fn parse_over(mut o: Options, text: &str) -> Result<Options, OptionError> {
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), v.trim()),
@@ -610,6 +625,7 @@ pub fn utc_stamp(secs: u64) -> String {
 pub fn help_text() -> String {
     let mut s = String::from(
         "jlive: usage: java -agentpath:/path/to/libjlive.so[=key=value,...] ...\n\
+         jlive:        jlive attach PID [key=value ...]   (defaults there: capture=bci, start=paused)\n\
          jlive: options (values: default first):\n",
     );
     for (key, values, meaning) in KEYS {
@@ -621,6 +637,19 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attached_agent_defaults_to_bci_and_paused_and_takes_the_rest_as_given() {
+        let o = Options::parse_attached("").unwrap();
+        assert_eq!((o.capture, o.paused), (Capture::Bci, true));
+        let o = Options::parse_attached("start=now,file=x.trc").unwrap();
+        assert_eq!((o.capture, o.paused), (Capture::Bci, false));
+        assert_eq!(o.file.as_deref(), Some("x.trc"));
+        assert_eq!(
+            Options::parse_attached("capture=events").unwrap().capture,
+            Capture::Events
+        );
+    }
 
     #[test]
     fn defaults_and_values() {

@@ -218,6 +218,54 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         print!("{}", crate::options::help_text());
         std::process::exit(0);
     }
+    start(vm, options, text, false)
+}
+
+/// What Agent_OnAttach did.
+pub enum Attached {
+    Started,
+    /// jlive was loaded already (at start-up or by an earlier attach): nothing changed.
+    AlreadyLoaded,
+}
+
+/// Agent_OnAttach (`jlive attach`): loads into a running JVM and does at once what VMStart
+/// and VMInit do for an agent loaded at start-up; under capture=bci that retransforms every
+/// loaded class. Ok, or the one line to print before returning JNI_ERR.
+pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> {
+    if PROFILER.get().is_some() {
+        log::warn("jlive is already loaded in this JVM: this attach changes nothing (its options are ignored); drive it with jlive ctl");
+        return Ok(Attached::AlreadyLoaded);
+    }
+    let options = Options::parse_attached(text).map_err(|e| e.0)?;
+    if options.help {
+        return Err("help: `jlive attach --help` lists the options".into());
+    }
+    start(vm, options, text, true)?;
+    let p = get().ok_or("profiler state lost")?;
+    let initialized = p.vm.with_env(|jni| {
+        if p.uses_bci() {
+            let defined = capture::bci::define_trampoline(jni)
+                .and_then(|_| capture::bci::initialize_attached_trampoline(jni));
+            if let Err(e) = defined {
+                log::warn(&format!("{}; capture=bci traces nothing", e));
+            }
+        }
+        p.vm_init(p.jvmti, jni);
+    });
+    if initialized.is_none() {
+        log::warn("attached, but no JNI environment on the attaching thread: nothing is traced");
+    }
+    Ok(Attached::Started)
+}
+
+/// What Agent_OnLoad and Agent_OnAttach share: the JVMTI environment, its capabilities and
+/// callbacks, the clock, the writer thread and the control socket.
+fn start(
+    vm: *mut jni_sys::JavaVM,
+    options: Options,
+    text: &str,
+    attached: bool,
+) -> Result<(), String> {
     if let Some(path) = &options.log {
         log::to_file(path).map_err(|e| format!("cannot open log file {}: {}", path, e))?;
     }
@@ -230,7 +278,7 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
         log::info(&format!("internal error: {}", info));
     }));
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
-    let mut caps = add_capabilities(jvmti, &options)?;
+    let mut caps = add_capabilities(jvmti, &options, attached)?;
     if caps.has(cap::SET_NATIVE_METHOD_PREFIX)
         && jvmti.set_native_method_prefix(c"$$jlive$$").is_err()
     {
@@ -335,17 +383,23 @@ pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
 
 /// Adds what the options need (failing if the JVM cannot give it) and, when available, what
 /// a burst may ask for later (GC and allocation events through the Java API).
-fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
+fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabilities, String> {
     let potential = jvmti
         .potential_capabilities()
         .map_err(|e| format!("GetPotentialCapabilities failed: {}", e))?;
-    let mut need = vec![
-        (cap::TAG_OBJECTS, "can_tag_objects"),
-        (
+    let mut need = vec![(cap::TAG_OBJECTS, "can_tag_objects")];
+    // Without it (attached: HotSpot gives it only at start-up), the bci keys of a class are
+    // tied to its methods by name (registry::BciKeys).
+    if !attached {
+        need.push((
             cap::MAINTAIN_ORIGINAL_METHOD_ORDER,
             "can_maintain_original_method_order",
-        ),
-    ];
+        ));
+    }
+    if attached && o.capture == Capture::Events {
+        return Err("capture=events needs JVMTI method entry and exit events, which a running JVM gives only to agents loaded at start-up (-agentpath): attached, jlive traces with capture=bci (the default of jlive attach)".into());
+    }
+
     if o.capture == Capture::Events {
         // Only asked for when used: with them HotSpot's interpreter checks for method events
         // on every call.
@@ -390,9 +444,14 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
     let mut wanted = Capabilities::default();
     for (bit, name) in need {
         if !potential.has(bit) {
+            let when = if attached {
+                " (a running JVM keeps some for agents loaded at start-up)"
+            } else {
+                ""
+            };
             return Err(format!(
-                "this JVM cannot give the capability {} that the options ask for",
-                name
+                "this JVM cannot give the capability {} that the options ask for{}",
+                name, when
             ));
         }
         wanted.set(bit);
@@ -406,11 +465,14 @@ fn add_capabilities(jvmti: Jvmti, o: &Options) -> Result<Capabilities, String> {
     if o.capture == Capture::Bci {
         if potential.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
             wanted.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+        } else if attached {
+            log::info("attached: no can_generate_method_entry_events (HotSpot keeps it for agents loaded at start-up): a compiled loop that runs when a burst begins may go unrecorded until it ends");
         } else {
             log::warn("this JVM cannot give can_generate_method_entry_events: a compiled loop that runs when a burst begins may go unrecorded until it ends");
         }
     }
     for optional in [
+        cap::MAINTAIN_ORIGINAL_METHOD_ORDER,
         cap::GET_SOURCE_FILE_NAME,
         cap::GET_LINE_NUMBERS,
         cap::GENERATE_GARBAGE_COLLECTION_EVENTS,

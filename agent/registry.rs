@@ -11,6 +11,16 @@ use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+/// The method keys the rewriter gave a class: `base + i` is the class file's method `i`.
+pub struct BciKeys {
+    pub base: u32,
+    pub methods: u32,
+    /// The methods' names and descriptors in class-file order, when the JVM lists a class's
+    /// methods in another order (an agent attached to a running JVM cannot have
+    /// can_maintain_original_method_order); None when it keeps that order.
+    pub names: Option<Vec<(String, String)>>,
+}
+
 #[derive(Default)]
 pub struct Registry {
     classes: RwLock<HashMap<ClassKey, Arc<ClassInfo>>>,
@@ -25,8 +35,8 @@ pub struct Registry {
     bci: RwLock<Vec<Option<MethodRef>>>,
     next_bci: AtomicU32,
     /// Keys of classes instrumented at first load, waiting for ClassPrepare:
-    /// (loader identity, class name) → (first key, methods).
-    pending: parking_lot::Mutex<HashMap<(i64, String), (u32, u32)>>,
+    /// (loader identity, class name) → their keys.
+    pending: parking_lot::Mutex<HashMap<(i64, String), BciKeys>>,
     uses_bci: std::sync::atomic::AtomicBool,
     linked: RwLock<std::collections::HashSet<ClassKey>>,
     /// Whether classes are described with their methods' line numbers (a format writes them).
@@ -114,26 +124,37 @@ impl Registry {
     }
 
     /// Records keys to link when the class is prepared.
-    pub fn add_pending(&self, loader: i64, name: String, base: u32, n: u32) {
-        self.pending.lock().insert((loader, name), (base, n));
+    pub fn add_pending(&self, loader: i64, name: String, keys: BciKeys) {
+        self.pending.lock().insert((loader, name), keys);
     }
 
-    pub fn take_pending(&self, loader: i64, name: &str) -> Option<(u32, u32)> {
+    pub fn take_pending(&self, loader: i64, name: &str) -> Option<BciKeys> {
         self.pending.lock().remove(&(loader, name.to_string()))
     }
 
-    /// Ties keys base..base+n to the methods of a class, in class-file order.
-    pub fn link_bci(&self, base: u32, n: u32, class: ClassKey) {
+    /// Ties a class's keys to its registered methods: by position, or by name and descriptor
+    /// where the JVM's order is not the class file's.
+    pub fn link_bci(&self, keys: &BciKeys, class: ClassKey) {
+        let info = self.classes.read().get(&class).cloned();
+        let index_of = |i: usize| -> Option<u16> {
+            let Some(names) = &keys.names else {
+                return Some(i as u16);
+            };
+            let (name, descriptor) = names.get(i)?;
+            let methods = &info.as_ref()?.methods;
+            let j = methods
+                .iter()
+                .position(|m| m.name == *name && m.signature == *descriptor)?;
+            Some(j as u16)
+        };
         let mut table = self.bci.write();
-        let end = (base + n) as usize;
+        let end = (keys.base + keys.methods) as usize;
         if table.len() < end {
             table.resize(end, None);
         }
-        for i in 0..n {
-            table[(base + i) as usize] = Some(MethodRef {
-                class,
-                index: i as u16,
-            });
+        for i in 0..keys.methods {
+            table[(keys.base + i) as usize] =
+                index_of(i as usize).map(|index| MethodRef { class, index });
         }
         drop(table);
         self.linked.write().insert(class);

@@ -26,6 +26,16 @@ impl Driven {
         Driven::spawn(Driven::command(jdk, options, class))
     }
 
+    /// Without the agent, stderr kept for the test to read.
+    fn plain(jdk: &Jdk, class: &str, stderr: &Path) -> Driven {
+        let mut c = Command::new(jdk.java());
+        c.arg("-cp")
+            .arg(classes())
+            .arg(class)
+            .stderr(std::fs::File::create(stderr).unwrap());
+        Driven::spawn(c)
+    }
+
     fn command(jdk: &Jdk, options: &str, class: &str) -> Command {
         let mut c = Command::new(jdk.java());
         c.arg(format!("-agentpath:{}={}", agent().display(), options))
@@ -193,6 +203,73 @@ fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
         }
         assert_eq!(one.get("Phases.p3"), None);
         assert_eq!(three.get("Phases.p1"), None);
+    }
+}
+
+/// `jlive attach`: a JVM started without any agent gets jlive through its attach mechanism;
+/// a burst driven by `jlive ctl` holds exactly the phase it covered, and the program's output
+/// is what it would have been. capture=events is refused with the reason (a running JVM keeps
+/// method events for agents loaded at start-up) and the JVM runs on; a second attach says
+/// jlive is loaded already.
+#[test]
+fn attach_loads_jlive_into_a_running_jvm_whose_bursts_then_hold_exactly_their_phase() {
+    for jdk in jdks() {
+        let dir = scratch("attach");
+        let (socket, file, err) = (dir.join("c.sock"), dir.join("t.trc"), dir.join("err"));
+        let mut jvm = Driven::plain(&jdk, "Phases", &err);
+        let pid = jvm.child.id().to_string();
+        jvm.phase(1);
+        let attach = |options: &[&str]| {
+            jlive(
+                Command::new(jlive_bin())
+                    .arg("attach")
+                    .arg(&pid)
+                    .args(options),
+            )
+        };
+        let (code, said) = attach(&["capture=events"]);
+        assert_ne!(code, 0, "{}: {}", jdk.name, said);
+        assert!(said.contains("JVM's stderr"), "{}", said);
+        let options = format!("file={},control={}", file.display(), socket.display());
+        let (code, said) = attach(&[&options]);
+        assert_eq!(code, 0, "{}: {}", jdk.name, said);
+        assert!(
+            said.starts_with(&format!("jlive attached to {}", pid)),
+            "{}",
+            said
+        );
+        assert!(ok(&socket, &["status"]).contains("state=paused"));
+        let (code, said) = attach(&[]);
+        assert_eq!(code, 0, "{}", said);
+        assert!(said.contains("already loaded"), "{}", said);
+        ok(&socket, &["start"]);
+        jvm.phase(2);
+        ok(&socket, &["stop"]);
+        jvm.phase(3);
+        writeln!(jvm.input, "quit").unwrap();
+        assert_eq!(jvm.line(), "value 14000", "the program's own output");
+        assert!(jvm.child.wait().unwrap().success());
+        let stderr = std::fs::read_to_string(&err).unwrap();
+        assert!(
+            stderr.contains("capture=events needs JVMTI method entry and exit events"),
+            "{}: {}",
+            jdk.name,
+            stderr
+        );
+        let trace = read_trace(&file);
+        let bursts = by_burst(&trace);
+        assert_eq!(bursts.len(), 1, "{}", jdk.name);
+        let (calls, _) = &bursts[0];
+        assert_eq!(
+            calls.get("Phases.p2"),
+            Some(&2000),
+            "{}: {:?}",
+            jdk.name,
+            calls
+        );
+        assert_eq!(calls.get("Phases.p1"), None, "{}", jdk.name);
+        assert_eq!(calls.get("Phases.p3"), None, "{}", jdk.name);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

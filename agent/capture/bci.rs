@@ -26,6 +26,7 @@ use crate::ffi::jvmti::{self, cap, Jvmti};
 use crate::log;
 use crate::options::Methods;
 use crate::profiler::{self, Profiler};
+use crate::registry::BciKeys;
 use jlive_bci::rewrite::{self, Weave, TRAMPOLINE};
 use jlive_writer::record::{
     RecordKind, Slot, COMPACT_KEYS, FORM_ENTRY, FORM_EXIT, NO_OBJECT, PENDING_OBJECT,
@@ -114,10 +115,25 @@ fn weave(p: &Profiler, first_load: bool) -> Weave {
 }
 
 /// VMStart: defines the trampoline class in the bootstrap loader.
-pub fn define_trampoline(jni: Jni<'_>) -> Result<(), String> {
+pub fn define_trampoline(jni: Jni<'_>) -> Result<jclass, String> {
     jni.define_boot_class(c"java/lang/JliveTrampoline", TRAMPOLINE_CLASS)
-        .map(|_| ())
         .ok_or_else(|| "cannot define java/lang/JliveTrampoline in the bootstrap loader".into())
+}
+
+/// Attached: the JVM looks an attached agent up for natives only once Agent_OnAttach has
+/// returned, and a native of a bootstrap class registered from outside one makes HotSpot warn
+/// on the program's stdout. So JliveTrampoline's `<clinit>` loads libjlive.so itself (with
+/// `System.load`, as a bootstrap class: the bootstrap loader's libraries then have it),
+/// from the path in the system property `jlive.library`, set for the moment of
+/// initialization.
+pub fn initialize_attached_trampoline(jni: Jni<'_>) -> Result<(), String> {
+    let library = crate::ffi::os::own_library().ok_or("cannot tell where libjlive.so is")?;
+    if !jni.set_system_property(c"jlive.library", Some(&library)) {
+        return Err("cannot set the system property jlive.library".into());
+    }
+    let initialized = initialize_trampoline(jni);
+    jni.set_system_property(c"jlive.library", None);
+    initialized
 }
 
 /// VMInit: initializes the trampoline class, which binds its natives (see `bind`).
@@ -433,13 +449,19 @@ pub fn class_file_load(
         return None; // not yet: retransformed at VM init instead
     }
     let out = transform(p, name, bytes, redefined.is_null())?;
+    let keys = BciKeys {
+        base: out.base,
+        methods: out.methods,
+        // Attached to a running JVM, the JVM's order of a class's methods is not its file's.
+        names: if p.caps.has(cap::MAINTAIN_ORIGINAL_METHOD_ORDER) {
+            None
+        } else {
+            jlive_bci::classfile::method_names(bytes).ok()
+        },
+    };
     if redefined.is_null() {
-        p.registry.add_pending(
-            loader_identity(jvmti, loader),
-            name.to_string(),
-            out.base,
-            out.methods,
-        );
+        p.registry
+            .add_pending(loader_identity(jvmti, loader), name.to_string(), keys);
     } else if let Some(jni) = Jni::from_callback(jni) {
         let classes = Classes {
             jvmti,
@@ -447,7 +469,7 @@ pub fn class_file_load(
             registry: &p.registry,
         };
         if let Some(key) = classes.key(redefined) {
-            p.registry.link_bci(out.base, out.methods, key);
+            p.registry.link_bci(&keys, key);
         }
     }
     Some(out.bytes)
@@ -526,8 +548,8 @@ pub fn link_prepared(
     let loader = jvmti
         .class_loader(class)
         .map_or(0, |l| loader_identity(jvmti, l));
-    if let Some((base, n)) = p.registry.take_pending(loader, &name) {
-        p.registry.link_bci(base, n, key);
+    if let Some(keys) = p.registry.take_pending(loader, &name) {
+        p.registry.link_bci(&keys, key);
     }
 }
 

@@ -216,6 +216,58 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// `System.setProperty(key, value)`, or `System.clearProperty(key)` for None; false if
+    /// it failed (its exception cleared).
+    pub fn set_system_property(&self, key: &CStr, value: Option<&str>) -> bool {
+        let value = value.map(|v| std::ffi::CString::new(v.replace('\0', " ")).unwrap_or_default());
+        let _frame = self.local_frame(4);
+        // SAFETY: env is the calling thread's; names and signatures are NUL-terminated and
+        // match java.lang.System's public methods; every result is checked for null and any
+        // exception cleared before the next call.
+        let done = unsafe {
+            (|| {
+                let env = self.env;
+                let system = ((**env).FindClass?)(env, c"java/lang/System".as_ptr());
+                if system.is_null() {
+                    return None;
+                }
+                let new_string = (**env).NewStringUTF?;
+                let k = new_string(env, key.as_ptr());
+                if k.is_null() {
+                    return None;
+                }
+                let (name, sig) = match value {
+                    Some(_) => (
+                        c"setProperty",
+                        c"(Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;",
+                    ),
+                    None => (c"clearProperty", c"(Ljava/lang/String;)Ljava/lang/String;"),
+                };
+                let method = ((**env).GetStaticMethodID?)(env, system, name.as_ptr(), sig.as_ptr());
+                if method.is_null() {
+                    return None;
+                }
+                let call = (**env).CallStaticObjectMethod?;
+                match &value {
+                    Some(v) => {
+                        let v = new_string(env, v.as_ptr());
+                        if v.is_null() {
+                            return None;
+                        }
+                        call(env, system, method, k, v);
+                    }
+                    None => {
+                        call(env, system, method, k);
+                    }
+                }
+                let thrown = ((**env).ExceptionCheck?)(env) != 0;
+                (!thrown).then_some(())
+            })()
+        };
+        self.clear_exception();
+        done.is_some()
+    }
+
     /// Throws `java.lang.IllegalStateException(message)` in the calling Java thread.
     pub fn throw_illegal_state(&self, message: &str) {
         let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();

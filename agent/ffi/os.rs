@@ -118,6 +118,30 @@ pub fn in_static_tls(addr: usize) -> Option<bool> {
     Some(addr < tp && tp - addr <= STATIC_TLS_SPAN)
 }
 
+/// The path of the shared library this code is in (libjlive.so), as the dynamic linker loaded
+/// it.
+pub fn own_library() -> Option<String> {
+    let mut info: libc::Dl_info = empty_dl_info();
+    // SAFETY: dladdr reads the address of a function of this library and fills `info`,
+    // whose dli_fname then points at a string the linker keeps while the library is loaded.
+    let found = unsafe { libc::dladdr(own_library as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: checked non-null above; NUL-terminated by the dynamic linker.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(path.to_string_lossy().into_owned())
+}
+
+fn empty_dl_info() -> libc::Dl_info {
+    libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::in_static_tls;

@@ -507,6 +507,20 @@ pub struct ClassFile<'a> {
     pub attributes: Vec<Attribute<'a>>,
 }
 
+/// The names and descriptors of a class file's methods, in its order.
+pub fn method_names(data: &[u8]) -> Result<Vec<(String, String)>> {
+    let cf = ClassFile::parse(data)?;
+    cf.methods
+        .iter()
+        .map(|m| {
+            Ok((
+                cf.pool.text(m.name)?.into_owned(),
+                cf.pool.text(m.descriptor)?.into_owned(),
+            ))
+        })
+        .collect()
+}
+
 impl<'a> ClassFile<'a> {
     pub fn parse(data: &'a [u8]) -> Result<ClassFile<'a>> {
         let mut r = Reader::new(data);

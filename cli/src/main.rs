@@ -1,5 +1,6 @@
 //! The `jlive` command: run a Java program under the agent, and read traces back.
 
+mod attach;
 mod ctl;
 mod launch;
 mod progress;
@@ -40,6 +41,10 @@ usage:
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
         ending in .gz is compressed
+  jlive attach PID [AGENT OPTIONS]
+        load jlive into a running HotSpot JVM (JDK 11+) through its attach mechanism, as
+        the JVM's user; attached, the defaults are capture=bci and start=paused (bursts
+        from jlive ctl); see jlive attach --help
   jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
         (without --pid: the only running JVM with a socket in $TMPDIR/jlive-$UID)
@@ -67,12 +72,17 @@ fn main() -> ExitCode {
         }
     };
     if matches!(rest.first().map(String::as_str), Some("--help" | "-h")) {
-        out(USAGE);
+        out(if command == "attach" {
+            attach::USAGE
+        } else {
+            USAGE
+        });
         return ExitCode::SUCCESS;
     }
     let result = match command {
         "run" => launch::run(rest),
         "ctl" => ctl::ctl(rest),
+        "attach" => attach::attach(rest),
         "list" => ctl::list(),
         "demo" => launch::demo(rest),
         "dump" => with_file(rest, dump),

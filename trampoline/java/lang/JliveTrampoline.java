@@ -6,7 +6,8 @@ import jdk.internal.vm.annotation.DontInline;
 /**
  * jlive's bytecode-instrumentation trampolines. libjlive.so defines this class in the
  * bootstrap loader at VM start (in java.lang, so that code of every module can call it). When
- * it is initialized, {@link #bind} (found by its JNI name in libjlive.so) binds the natives
+ * it is initialized, {@link #bind} (found by its JNI name in libjlive.so; see
+ * {@link #bindFrom}) binds the natives
  * with RegisterNatives to functions that read the tick counter and append a record, and
  * answers the address of libjlive's burst gate. Registering from here, with this class as the
  * caller, keeps HotSpot from warning about an agent rebinding a platform class's natives.
@@ -32,7 +33,7 @@ public final class JliveTrampoline {
 
     private static final Unsafe U = Unsafe.getUnsafe();
     /** The gate's native address, from {@link #bind}. */
-    private static final long GATE = bind();
+    private static final long GATE = bindFrom(System.getProperty("jlive.library"));
 
     /** 1 while a burst records method entries and exits, -1 entries only, 0 neither. */
     public static int gate;
@@ -41,6 +42,17 @@ public final class JliveTrampoline {
     }
 
     private static native long bind();
+
+    /**
+     * Binds, loading libjlive.so first when it is given: an agent attached to a running JVM
+     * is not among the libraries where the JVM looks for {@link #bind} yet.
+     */
+    private static long bindFrom(String library) {
+        if (library != null) {
+            System.load(library);
+        }
+        return bind();
+    }
 
     /** Entry of the method whose key is given. */
     @DontInline
