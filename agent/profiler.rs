@@ -605,7 +605,7 @@ impl Profiler {
             }
         });
         log::info(&format!(
-            "{} classes registered at VM init",
+            "{} classes registered (loaded so far)",
             self.registry.class_count()
         ));
         if self.uses_bci() {

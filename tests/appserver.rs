@@ -255,3 +255,180 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     let _ = std::fs::remove_dir_all(&dir);
     output
 }
+
+/// Removes the package however the test ends.
+struct Installed;
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let _ = Command::new("apt-get")
+            .args(["remove", "-y", "-qq", "jlive"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output();
+    }
+}
+
+fn root_command(program: &str, args: &[&str]) -> std::process::Output {
+    let out = Command::new(program)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {}", program, e));
+    assert!(
+        out.status.success(),
+        "{} {:?}: {}{}",
+        program,
+        args,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The Debian package (packaging/build-deb.sh): `apt-get install ./jlive_*.deb` puts jlive
+/// where the drop-ins look, so Tomcat with the unedited drop-in from /opt/jlive/appserver
+/// takes a burst driven by /usr/bin/jlive; the man page is there; `apt-get remove` leaves none
+/// of its files behind.
+#[test]
+fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when_removed() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: installing a Debian package needs root");
+        return;
+    }
+    let installed = Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", "jlive"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("installed"))
+        .unwrap_or(false);
+    if installed || Path::new("/opt/jlive").exists() {
+        println!("skipped: jlive is installed on this machine already (/opt/jlive); not replaced");
+        return;
+    }
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("deb");
+    let built = root_command(
+        "bash",
+        &[
+            concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/build-deb.sh"),
+            "--no-build",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let deb = String::from_utf8_lossy(&built.stdout).trim().to_string();
+    assert!(
+        deb.ends_with(".deb") && Path::new(&deb).is_file(),
+        "{}",
+        deb
+    );
+    let _installed = Installed;
+    root_command("apt-get", &["install", "-y", "-qq", &deb]);
+    let files = String::from_utf8(root_command("dpkg", &["-L", "jlive"]).stdout).unwrap();
+    for f in [
+        "/opt/jlive/libjlive.so",
+        "/opt/jlive/jlive-api.jar",
+        "/opt/jlive/appserver/tomcat/setenv.sh",
+        "/usr/bin/jlive",
+        "/usr/share/man/man1/jlive.1.gz",
+    ] {
+        assert!(Path::new(f).exists(), "{} installed", f);
+        assert!(files.lines().any(|l| l == f), "{} listed by dpkg -L", f);
+    }
+    let help = root_command("/usr/bin/jlive", &["attach", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("jlive attach PID"));
+    let man = root_command("sh", &["-c", "zcat /usr/share/man/man1/jlive.1.gz"]);
+    let man = String::from_utf8_lossy(&man.stdout).to_string();
+    assert!(man.starts_with(".TH JLIVE 1"), "{}", man);
+    for said in ["jlive attach PID", "capture   events | bci"] {
+        assert!(man.contains(said), "the man page says {:?}", said);
+    }
+
+    // Tomcat with the drop-in as installed: no path given anywhere.
+    let jdk = &jdks()[0];
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = tomcat_base(&dir, port);
+    std::fs::copy(
+        "/opt/jlive/appserver/tomcat/setenv.sh",
+        base.join("bin/setenv.sh"),
+    )
+    .unwrap();
+    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
+        .arg("run")
+        .env("CATALINA_HOME", CATALINA_HOME)
+        .env("CATALINA_BASE", &base)
+        .env("JAVA_HOME", &jdk.home)
+        .env_remove("JLIVE_LIB")
+        .env_remove("JLIVE_OPTIONS")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
+        .spawn()
+        .expect("start catalina.sh run");
+    wait_for_port(port, &mut tomcat);
+    assert!(served(port), "Tomcat did not serve the first request");
+    let pid = tomcat.id().to_string();
+    let jlive = |command: &str| {
+        let out = root_command("/usr/bin/jlive", &["ctl", "--pid", &pid, command]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(jlive("status").contains("state=paused"));
+    jlive("start");
+    serve_during_burst(port, Duration::from_millis(500), 10);
+    jlive("stop");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(tomcat.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    while tomcat.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "tomcat did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let trace_file = std::fs::read_dir(base.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
+        })
+        .expect("the drop-in's trace file in $CATALINA_BASE/logs");
+    let trace = read_trace(&trace_file);
+    let served_calls = total(
+        &calls(&trace),
+        "org/apache/catalina/core/StandardWrapperValve.invoke",
+    );
+    assert!(
+        served_calls.0 >= 10,
+        "the burst holds the requests: {:?}",
+        served_calls
+    );
+
+    root_command("apt-get", &["remove", "-y", "-qq", "jlive"]);
+    for f in files.lines().filter(|l| l.starts_with('/')) {
+        let kept = [
+            "/opt",
+            "/usr",
+            "/usr/bin",
+            "/usr/share",
+            "/usr/share/man",
+            "/usr/share/man/man1",
+            "/usr/share/doc",
+            "/.",
+        ];
+        if kept.contains(&f) {
+            continue;
+        }
+        assert!(
+            std::fs::symlink_metadata(f).is_err(),
+            "{} is left behind after apt-get remove",
+            f
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -583,7 +583,7 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
             .and_then(Result::ok)
             .and_then(|h| h.join().ok().flatten());
         log::info(&format!(
-            "retransformed {} classes loaded before VM init in {:?} ({} chunks on VM init's thread, {} on a second); {} with nothing to trace left as they were",
+            "retransformed {} classes loaded before jlive could rewrite them in {:?} ({} chunks on the calling thread, {} on a second); {} with nothing to trace left as they were",
             work.as_slice().len(),
             started.elapsed(),
             mine,
