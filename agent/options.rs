@@ -73,6 +73,10 @@ pub struct Options {
     pub filemode: u32,
     /// `compress=gzip`: files written through gzip, named `.gz`.
     pub gzip: bool,
+    /// `record=tree`: each thread's calling-context tree per burst instead of method events.
+    pub tree: bool,
+    /// Whether `format=` was given (record=tree then writes TPTP unless it was).
+    format_given: bool,
     /// overflow=drop: drop method records rather than wait for a writer that is behind.
     pub drop_when_behind: bool,
     /// None = stderr.
@@ -104,6 +108,8 @@ impl Default for Options {
             buffer: 64 * 1024,
             filemode: 0o600,
             gzip: false,
+            tree: false,
+            format_given: false,
             drop_when_behind: false,
             log: None,
             help: false,
@@ -127,6 +133,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "file",
         "jlive-%p.trc",
         "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number; what is at the path is replaced, a symbolic link not followed",
+    ),
+    (
+        "record",
+        "trace | tree",
+        "trace: every event; tree: instead of each method entry and exit, each thread's calling-context tree (calls, self, shortest and longest time per context) written at every burst's end, as TPTP's agMethodEntry/Exit (format=tptp unless format= says tptp-xml)",
     ),
     (
         "compress",
@@ -369,6 +380,15 @@ impl Options {
             };
             o.set(key, value)?;
         }
+        if o.tree {
+            if !o.format_given {
+                o.formats = vec![Format::Tptp];
+            } else if o.formats.contains(&Format::Jinsight) {
+                return Err(OptionError(
+                    "record=tree writes TPTP's aggregated form (agMethodEntry), which JinsightLive has no counterpart for: give format=tptp or tptp-xml with it".into(),
+                ));
+            }
+        }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
                 return Err(OptionError(format!(
@@ -403,7 +423,17 @@ impl Options {
                     FORMAT_NAMES
                 )))
             }
-            "format" => self.formats = formats(value)?,
+            "format" => {
+                self.formats = formats(value)?;
+                self.format_given = true;
+            }
+            "record" => {
+                self.tree = match value {
+                    "trace" => false,
+                    "tree" => true,
+                    _ => return Err(bad_value(key, value, "trace, tree")),
+                }
+            }
             "file" if value.is_empty() => return Err(bad_value(key, value, "a file path")),
             "file" => self.file = Some(value.to_string()),
             "capture" => match value {
@@ -637,6 +667,19 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_tree_writes_tptp_unless_told_and_refuses_jinsightlive() {
+        let o = Options::parse("record=tree").unwrap();
+        assert!(o.tree);
+        assert_eq!(o.formats, [Format::Tptp]);
+        let o = Options::parse("record=tree,format=tptp-xml").unwrap();
+        assert_eq!(o.formats, [Format::TptpXml]);
+        let e = Options::parse("format=binary,record=tree").unwrap_err();
+        assert!(e.0.contains("JinsightLive"), "{}", e.0);
+        assert!(Options::parse("record=calls").is_err());
+        assert!(!Options::parse("record=trace").unwrap().tree);
+    }
 
     #[test]
     fn an_attached_agent_defaults_to_bci_and_paused_and_takes_the_rest_as_given() {

@@ -109,6 +109,7 @@ impl Files {
             platform: o.platform,
             mode: Some(o.filemode),
             gzip: o.gzip,
+            tree: o.tree,
         };
         let sink = S::open(&o.formats, path, &info, format_options)?;
         let config = ResolverConfig {
@@ -339,6 +340,7 @@ fn start(
         platform: options.platform,
         mode: Some(options.filemode),
         gzip: options.gzip,
+        tree: options.tree,
     };
     let writer = with_sink(&options.formats, format_options, start)?;
     log::info(&format!(

@@ -4,7 +4,8 @@
 #
 #   packaging/build-deb.sh [--no-build] [OUTDIR]     (default OUTDIR: target/deb)
 #
-# --no-build packages what target/release already holds (the tests do, after their build).
+# --no-build packages what target/release already holds, or the files $JLIVE_LIB, $JLIVE_BIN
+# and $JLIVE_API_JAR name (the tests give theirs).
 #
 #   /opt/jlive/libjlive.so            the agent (-agentpath:/opt/jlive/libjlive.so=...)
 #   /opt/jlive/jlive                  the command; /usr/bin/jlive links to it, and it finds
@@ -26,7 +27,10 @@ out=$(realpath -m "${1:-target/deb}")
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
-for f in target/release/libjlive.so target/release/jlive target/release/jlive-api.jar; do
+lib=${JLIVE_LIB:-target/release/libjlive.so}
+bin=${JLIVE_BIN:-target/release/jlive}
+jar=${JLIVE_API_JAR:-target/release/jlive-api.jar}
+for f in "$lib" "$bin" "$jar"; do
     [ -f "$f" ] || { echo "build-deb: $f is missing (cargo build --release --workspace)" >&2; exit 1; }
 done
 
@@ -34,8 +38,9 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root="$stage/jlive_${version}_$arch"
 mkdir -p "$root"/{DEBIAN,opt/jlive,usr/bin,usr/share/man/man1,usr/share/doc/jlive}
-install -m 0755 target/release/libjlive.so target/release/jlive "$root/opt/jlive/"
-install -m 0644 target/release/jlive-api.jar "$root/opt/jlive/"
+install -m 0755 "$lib" "$root/opt/jlive/libjlive.so"
+install -m 0755 "$bin" "$root/opt/jlive/jlive"
+install -m 0644 "$jar" "$root/opt/jlive/jlive-api.jar"
 strip --strip-debug "$root/opt/jlive/libjlive.so" "$root/opt/jlive/jlive"
 cp -r examples/appserver "$root/opt/jlive/appserver"
 chmod -R u=rwX,go=rX "$root/opt/jlive/appserver"
@@ -44,8 +49,8 @@ ln -s ../../opt/jlive/jlive "$root/usr/bin/jlive"
 # this build does.
 roff() { sed -e 's/\\/\\e/g' -e 's/—/\\(em/g' -e "s/^\([.']\)/\\\\\&\1/"; }
 java=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}/bin/java
-target/release/jlive help | roff >"$stage/usage"
-"$java" -agentpath:"$PWD/target/release/libjlive.so=help" -version 2>/dev/null |
+"$bin" help | roff >"$stage/usage"
+"$java" -agentpath:"$(realpath "$lib")=help" -version 2>/dev/null |
     sed -n '/options (values/,$ s/^jlive:   //p' | roff >"$stage/options"
 [ -s "$stage/options" ] || { echo "build-deb: no agent options from $java" >&2; exit 1; }
 date=$(date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%m-%d)

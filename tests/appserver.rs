@@ -308,13 +308,22 @@ fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("deb");
-    let built = root_command(
-        "bash",
-        &[
-            concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/build-deb.sh"),
-            "--no-build",
-            dir.to_str().unwrap(),
-        ],
+    let built = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/packaging/build-deb.sh"
+        ))
+        .arg("--no-build")
+        .arg(&dir)
+        .env("JLIVE_LIB", agent())
+        .env("JLIVE_BIN", jlive_bin())
+        .env("JLIVE_API_JAR", api_jar())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "build-deb.sh: {}",
+        String::from_utf8_lossy(&built.stderr)
     );
     let deb = String::from_utf8_lossy(&built.stdout).trim().to_string();
     assert!(

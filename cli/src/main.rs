@@ -8,6 +8,7 @@ mod progress;
 use jlive_writer::check::check_reader;
 use jlive_writer::format::{AnySink, Format, FormatOptions};
 use jlive_writer::read::{self, Trace};
+use jlive_writer::record_tree::TreeSink;
 use jlive_writer::stats::Stats;
 use jlive_writer::tree::{Trees, Weight};
 use progress::Reading;
@@ -37,10 +38,11 @@ usage:
         a line per calling context, the thread's name first, weighed by self time in
         ns (or calls); svg: their flame graph (contexts under 0.01% of their thread's
         time left out). Written to stdout without -o
-  jlive convert [--to FORMAT] IN OUT
+  jlive convert [--to FORMAT] [--record tree] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
-        ending in .gz is compressed
+        ending in .gz is compressed; --record tree: each burst's calling-context trees
+        instead of its method events (TPTP only), as record=tree writes them
   jlive attach PID [AGENT OPTIONS]
         load jlive into a running HotSpot JVM (JDK 11+) through its attach mechanism, as
         the JVM's user; attached, the defaults are capture=bci and start=paused (bursts
@@ -193,9 +195,19 @@ fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
     }
 }
 
-/// `jlive convert [--to FORMAT] IN OUT`.
+/// `jlive convert [--to FORMAT] [--record tree] IN OUT`.
 fn convert(args: &[String]) -> Result<u8, String> {
-    let (to, input, output) = match args {
+    let mut args = args.to_vec();
+    let mut tree = false;
+    if let Some(at) = args.iter().position(|a| a == "--record") {
+        tree = match args.get(at + 1).map(String::as_str) {
+            Some("tree") => true,
+            Some("trace") => false,
+            _ => return Err("--record trace (every event) or tree (calling-context trees)".into()),
+        };
+        args.drain(at..at + 2);
+    }
+    let (to, input, output) = match args.as_slice() {
         [flag, name, input, output] if flag == "--to" => (
             Some(Format::parse(name).ok_or_else(|| {
                 format!(
@@ -222,9 +234,17 @@ fn convert(args: &[String]) -> Result<u8, String> {
         gzip: output.ends_with(jlive_writer::gzip::SUFFIX),
         ..FormatOptions::default()
     };
-    let mut sink = AnySink::create(&[format], output, &info, options)
+    if tree && format == Format::Jinsight {
+        return Err("--record tree writes TPTP's aggregated form (agMethodEntry), which JinsightLive has no counterpart for: --to tptp or tptp-xml".into());
+    }
+    let sink = AnySink::create(&[format], output, &info, options)
         .map_err(|e| format!("cannot create {}: {}", output, e))?;
-    let cut = read::copy(&mut *events, &mut sink).map_err(|e| format!("{}: {}", input, e))?;
+    let copied = if tree {
+        read::copy(&mut *events, &mut TreeSink::new(sink))
+    } else {
+        read::copy(&mut *events, &mut { sink })
+    };
+    let cut = copied.map_err(|e| format!("{}: {}", input, e))?;
     if let Some(at) = cut {
         eprintln!(
             "jlive: {}: the file ends inside an event (at {}): converted up to it",

@@ -57,6 +57,8 @@ pub struct Checker {
     objects: HashSet<ObjectId>,
     /// Each thread's open frames in this burst: (method, ticket).
     stacks: HashMap<ThreadId, Vec<(MethodId, u32)>>,
+    /// Each thread's open contexts (record=tree).
+    contexts: HashMap<ThreadId, Vec<MethodId>>,
     /// Each thread's last ticket: its entries in the file.
     tickets: HashMap<ThreadId, u32>,
     last_ticks: HashMap<ThreadId, u64>,
@@ -106,6 +108,14 @@ impl Checker {
             Event::BurstEnd { .. } => {
                 if !self.in_burst {
                     return self.fail(at, "BURST_END outside a burst".into());
+                }
+                if let Some((thread, open)) = self.contexts.iter().find(|(_, o)| !o.is_empty()) {
+                    let message = format!(
+                        "BURST_END with {} contexts of thread {} not ended",
+                        open.len(),
+                        thread
+                    );
+                    return self.fail(at, message);
                 }
                 self.in_burst = false;
                 return Ok(());
@@ -230,6 +240,34 @@ impl Checker {
             }
             Event::ThreadEnd { thread, .. } => {
                 self.stacks.remove(thread);
+            }
+            Event::ContextEnter(c) => {
+                let methods = self.need_class(at, c.method.class)?;
+                if usize::from(c.method.index) >= methods {
+                    let message = format!(
+                        "context of method {} of class {} which has {} methods",
+                        c.method.index, c.method.class, methods
+                    );
+                    return self.fail(at, message);
+                }
+                if c.calls > 0 && c.min_ticks > c.max_ticks {
+                    let message = format!(
+                        "context of {}.{} on thread {}: shortest call {} ticks, longest {}",
+                        c.method.class, c.method.index, c.thread, c.min_ticks, c.max_ticks
+                    );
+                    return self.fail(at, message);
+                }
+                self.contexts.entry(c.thread).or_default().push(c.method);
+            }
+            Event::ContextLeave { thread, method, .. } => {
+                let open = self.contexts.entry(*thread).or_default().pop();
+                if open != Some(*method) {
+                    let message = format!(
+                        "end of context {}.{} on thread {}, whose innermost open context is {:?}",
+                        method.class, method.index, thread, open
+                    );
+                    return self.fail(at, message);
+                }
             }
             _ => {}
         }

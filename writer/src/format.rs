@@ -6,6 +6,7 @@ use crate::gzip::{self, Out};
 use crate::jinsight::sink::big_endian;
 use crate::jinsight::JinsightSink;
 use crate::model::{Ending, Enter, Event, Leave, Sink, TraceInfo};
+use crate::record_tree::TreeSink;
 use crate::tptp::{self, TptpSink};
 use std::io;
 
@@ -123,6 +124,9 @@ pub struct FormatOptions {
     pub mode: Option<u32>,
     /// `compress=gzip`: each file written through gzip ([`gzip`]).
     pub gzip: bool,
+    /// `record=tree`: calling-context trees instead of method events
+    /// ([`crate::record_tree`]).
+    pub tree: bool,
 }
 
 impl FormatOptions {
@@ -312,6 +316,17 @@ impl OpenSink for AnySink {
     }
 }
 
+impl<S: OpenSink> OpenSink for TreeSink<S> {
+    fn open(
+        formats: &[Format],
+        path: &str,
+        info: &TraceInfo,
+        o: FormatOptions,
+    ) -> io::Result<Self> {
+        Ok(TreeSink::new(S::open(formats, path, info, o)?))
+    }
+}
+
 /// Code to run with the sink type of a run's formats ([`with_sink`]).
 pub trait WithSink {
     type Output;
@@ -322,6 +337,13 @@ pub trait WithSink {
 /// is compiled for that format alone (a choice made per event cost the writer 10-15% of its
 /// events/s), or [`AnySink`] for several.
 pub fn with_sink<F: WithSink>(formats: &[Format], options: FormatOptions, f: F) -> F::Output {
+    if options.tree {
+        return match formats {
+            [Format::Tptp] => f.call::<TreeSink<TptpSink<tptp::binary::Encoder<Out>>>>(),
+            [Format::TptpXml] => f.call::<TreeSink<TptpSink<tptp::xml::Encoder<Out>>>>(),
+            _ => f.call::<TreeSink<AnySink>>(),
+        };
+    }
     match formats {
         [Format::Jinsight] if big_endian(options.platform) => f.call::<JinsightSink<Out, true>>(),
         [Format::Jinsight] => f.call::<JinsightSink<Out>>(),

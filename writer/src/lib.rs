@@ -12,10 +12,13 @@
 //!   into model events. [`jinsight`]: JinsightLive binary; [`tptp`]: Eclipse TPTP, binary and
 //!   XML. [`format`] names them and opens the sink of a run's formats; [`file`] creates
 //!   their files.
+//! - [`record_tree`]: `record=tree`, a sink in front of a format's that turns method events
+//!   into each burst's calling-context trees.
 //! - [`writer`]: the writer thread's loop: channel in, a sink's files out, flushed every 100 ms.
 //!
 //! And back: [`read`] opens a file of any format, found by its first bytes, as model events;
-//! [`check`] verifies one, [`stats`] summarises one.
+//! [`check`] verifies one, [`stats`] summarises one, [`tree`] makes its calling-context trees,
+//! [`export`] writes it for today's viewers.
 
 pub mod check;
 pub mod export;
@@ -28,6 +31,7 @@ pub mod keyhash;
 pub mod model;
 pub mod read;
 pub mod record;
+pub mod record_tree;
 pub mod resolve;
 pub mod stats;
 pub mod stck;

@@ -186,6 +186,24 @@ pub struct Leave {
     pub overhead: u64,
 }
 
+/// `record=tree`: one calling context of a thread (a chain of calls from its outermost
+/// traced frame) with what its calls add up to in a burst. A burst's contexts are written at
+/// its end, depth first: a context's callees lie between its [`Event::ContextEnter`] and its
+/// [`Event::ContextLeave`] (TPTP's agMethodEntry and agMethodExit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context {
+    /// When it was written: the burst's end.
+    pub ticks: u64,
+    pub thread: ThreadId,
+    pub method: MethodId,
+    pub calls: u64,
+    /// Ticks spent in the context's calls less those of its callees (TPTP's base time).
+    pub base_ticks: u64,
+    /// The shortest and longest of its calls, callees included.
+    pub min_ticks: u64,
+    pub max_ticks: u64,
+}
+
 /// One event of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -228,6 +246,14 @@ pub enum Event {
         thread: ThreadId,
         object: ObjectDef,
     },
+    /// `record=tree`: a calling context and its totals; its callees follow.
+    ContextEnter(Context),
+    /// The end of a context's callees.
+    ContextLeave {
+        ticks: u64,
+        thread: ThreadId,
+        method: MethodId,
+    },
     /// A defined object was reclaimed.
     Free {
         ticks: u64,
@@ -261,6 +287,8 @@ impl Event {
             Event::ObjectDefine(_) => "OBJECT_DEFINE",
             Event::MethodEnter(_) => "METHOD_ENTER",
             Event::MethodLeave(_) => "METHOD_LEAVE",
+            Event::ContextEnter(_) => "CONTEXT_ENTER",
+            Event::ContextLeave { .. } => "CONTEXT_LEAVE",
             Event::Alloc { .. } => "ALLOC",
             Event::Free { .. } => "FREE",
             Event::GcStart { .. } => "GC_START",
@@ -286,6 +314,8 @@ impl Event {
             Event::ObjectDefine(o) | Event::Alloc { object: o, .. } => o.ticks,
             Event::MethodEnter(e) => e.ticks,
             Event::MethodLeave(l) => l.ticks,
+            Event::ContextEnter(c) => c.ticks,
+            Event::ContextLeave { ticks, .. } => *ticks,
         }
     }
 
@@ -307,6 +337,8 @@ impl Event {
             Event::ObjectDefine(o) | Event::Alloc { object: o, .. } => &mut o.ticks,
             Event::MethodEnter(e) => &mut e.ticks,
             Event::MethodLeave(l) => &mut l.ticks,
+            Event::ContextEnter(c) => &mut c.ticks,
+            Event::ContextLeave { ticks, .. } => ticks,
         }
     }
 
@@ -319,6 +351,8 @@ impl Event {
             Event::ThreadDefine(t) => Some(t.id),
             Event::MethodEnter(e) => Some(e.thread),
             Event::MethodLeave(l) => Some(l.thread),
+            Event::ContextEnter(c) => Some(c.thread),
+            Event::ContextLeave { thread, .. } => Some(*thread),
             _ => None,
         }
     }

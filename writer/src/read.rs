@@ -370,6 +370,19 @@ impl Trace {
                 self.write_method_name(out, l.method)?;
                 write!(out, " depth={} overhead={}", l.depth, l.overhead)
             }
+            Event::ContextEnter(c) => {
+                write!(out, "thread={} ", c.thread)?;
+                self.write_method_name(out, c.method)?;
+                write!(
+                    out,
+                    " calls={} base={} min={} max={}",
+                    c.calls, c.base_ticks, c.min_ticks, c.max_ticks
+                )
+            }
+            Event::ContextLeave { thread, method, .. } => {
+                write!(out, "thread={} ", thread)?;
+                self.write_method_name(out, *method)
+            }
             Event::ObjectDefine(o) => self.describe_object(out, o),
             Event::Alloc { thread, object } => {
                 write!(out, "thread={} ", thread)?;

@@ -83,6 +83,13 @@ impl Tally {
                     children: 0,
                 });
             }
+            Event::ContextEnter(c) => {
+                // record=tree: a context's calls and its own time, already summed.
+                *self.entries.entry(c.thread).or_insert(0) += c.calls;
+                let m = self.methods.entry(c.method).or_insert((0, 0));
+                m.0 += c.calls;
+                m.1 += c.base_ticks;
+            }
             Event::MethodLeave(l) => {
                 let stack = self.stacks.entry(l.thread).or_default();
                 if let Some(open) = stack.pop() {

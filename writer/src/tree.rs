@@ -18,7 +18,23 @@ pub struct Node {
     pub method: Option<MethodId>,
     pub calls: u64,
     pub inclusive_ticks: u64,
+    /// The shortest and longest call (u64::MAX and 0 before the first).
+    pub min_ticks: u64,
+    pub max_ticks: u64,
     pub children: Vec<usize>,
+}
+
+impl Node {
+    fn new(method: Option<MethodId>) -> Node {
+        Node {
+            method,
+            calls: 0,
+            inclusive_ticks: 0,
+            min_ticks: u64::MAX,
+            max_ticks: 0,
+            children: Vec::new(),
+        }
+    }
 }
 
 /// A thread's calling-context tree: node 0 is the root.
@@ -29,48 +45,111 @@ pub struct ThreadTree {
     /// Open frames: (node, ticks at entry).
     stack: Vec<(usize, u64)>,
     last_ticks: u64,
+    /// Open contexts read from a tree (`record=tree`): (node, base ticks, callees' ticks).
+    contexts: Vec<(usize, u64, u64)>,
 }
 
 impl Default for ThreadTree {
     fn default() -> Self {
         ThreadTree {
-            nodes: vec![Node {
-                method: None,
-                calls: 0,
-                inclusive_ticks: 0,
-                children: Vec::new(),
-            }],
+            nodes: vec![Node::new(None)],
             index: HashMap::new(),
             stack: Vec::new(),
             last_ticks: 0,
+            contexts: Vec::new(),
         }
     }
 }
 
 impl ThreadTree {
-    fn enter(&mut self, method: MethodId, ticks: u64) {
-        let parent = self.stack.last().map_or(0, |&(n, _)| n);
+    /// The node of `method` called from `parent`, made on first sight.
+    fn child(&mut self, parent: usize, method: MethodId) -> usize {
         let next = self.nodes.len();
         let node = *self.index.entry((parent, method)).or_insert(next);
         if node == next {
-            self.nodes.push(Node {
-                method: Some(method),
-                calls: 0,
-                inclusive_ticks: 0,
-                children: Vec::new(),
-            });
+            self.nodes.push(Node::new(Some(method)));
             self.nodes[parent].children.push(node);
         }
+        node
+    }
+
+    pub fn enter(&mut self, method: MethodId, ticks: u64) {
+        let parent = self.stack.last().map_or(0, |&(n, _)| n);
+        let node = self.child(parent, method);
         self.nodes[node].calls += 1;
         self.stack.push((node, ticks));
         self.last_ticks = ticks;
     }
 
-    fn leave(&mut self, ticks: u64) {
+    pub fn leave(&mut self, ticks: u64) {
         if let Some((node, entered)) = self.stack.pop() {
-            self.nodes[node].inclusive_ticks += ticks.saturating_sub(entered);
+            let took = ticks.saturating_sub(entered);
+            let n = &mut self.nodes[node];
+            n.inclusive_ticks += took;
+            n.min_ticks = n.min_ticks.min(took);
+            n.max_ticks = n.max_ticks.max(took);
         }
         self.last_ticks = ticks;
+    }
+
+    /// A context of a tree written by `record=tree`: its totals, its callees to follow.
+    fn enter_context(&mut self, c: &crate::model::Context) {
+        let parent = self.contexts.last().map_or(0, |&(n, _, _)| n);
+        let node = self.child(parent, c.method);
+        let n = &mut self.nodes[node];
+        n.calls += c.calls;
+        n.min_ticks = n.min_ticks.min(c.min_ticks);
+        n.max_ticks = n.max_ticks.max(c.max_ticks);
+        self.contexts.push((node, c.base_ticks, 0));
+    }
+
+    /// The end of a context's callees: its inclusive time is its base and theirs.
+    fn leave_context(&mut self) {
+        if let Some((node, base, callees)) = self.contexts.pop() {
+            let inclusive = base + callees;
+            self.nodes[node].inclusive_ticks += inclusive;
+            if let Some(parent) = self.contexts.last_mut() {
+                parent.2 += inclusive;
+            }
+        }
+    }
+
+    /// Whether no frame is open.
+    pub fn stack_is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    /// The latest ticks it saw.
+    pub fn last(&self) -> u64 {
+        self.last_ticks
+    }
+
+    /// Whether it holds no calls.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    /// Every node but the root in depth-first order, each with its depth (1 for the
+    /// outermost) — parents before their callees, callees in the order first called.
+    pub fn depth_first(&self) -> Vec<(usize, usize)> {
+        let mut order = Vec::with_capacity(self.nodes.len() - 1);
+        let mut todo: Vec<(usize, usize)> = self.nodes[0]
+            .children
+            .iter()
+            .rev()
+            .map(|&c| (c, 1))
+            .collect();
+        while let Some((node, depth)) = todo.pop() {
+            order.push((node, depth));
+            todo.extend(
+                self.nodes[node]
+                    .children
+                    .iter()
+                    .rev()
+                    .map(|&c| (c, depth + 1)),
+            );
+        }
+        order
     }
 
     /// Closes every open frame at `ticks`.
@@ -122,6 +201,12 @@ impl Trees {
             }
             Event::BurstBegin { ticks, .. } | Event::BurstEnd { ticks, .. } => {
                 self.close(*ticks);
+            }
+            Event::ContextEnter(c) => self.threads.entry(c.thread).or_default().enter_context(c),
+            Event::ContextLeave { thread, .. } => {
+                if let Some(t) = self.threads.get_mut(thread) {
+                    t.leave_context();
+                }
             }
             _ => {}
         }

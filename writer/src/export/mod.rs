@@ -13,7 +13,8 @@
 //! - [`speedscope`]: speedscope's evented JSON, a profile per thread.
 //!
 //! The folded stacks and the flame graph are drawn from the calling-context trees
-//! ([`crate::tree`]).
+//! ([`crate::tree`]). A trace of trees (`record=tree`) has no calls to show one by one: each
+//! context becomes one slice as long as all its calls, laid out from its burst's beginning.
 
 pub mod chrome;
 pub mod perfetto;
@@ -97,6 +98,77 @@ impl Stacks {
     }
 }
 
+/// A calling context of a tree (`record=tree`) laid out as one slice: its inclusive ticks,
+/// its callees.
+struct Laid {
+    method: MethodId,
+    ticks: u64,
+    callees: Vec<Laid>,
+}
+
+/// Trees (`record=tree`) as timelines: each thread's contexts are laid out from its burst's
+/// beginning, one slice per context as long as all its calls together, callees side by side
+/// inside it in the order first called (a merged view, like speedscope's left heavy).
+#[derive(Default)]
+struct Trees {
+    /// Each thread's open contexts: method, base ticks, callees laid out so far.
+    open: HashMap<ThreadId, Vec<(MethodId, u64, Vec<Laid>)>>,
+    /// Where each thread's next outermost context goes, in ticks.
+    cursor: HashMap<ThreadId, u64>,
+    burst_ticks: u64,
+}
+
+impl Trees {
+    fn enter(&mut self, c: &crate::model::Context) {
+        let open = self.open.entry(c.thread).or_default();
+        open.push((c.method, c.base_ticks, Vec::new()));
+    }
+
+    /// The end of a context: laid into its caller, or written if it is outermost.
+    fn leave(
+        &mut self,
+        names: &Trace,
+        thread: ThreadId,
+        clock: &mut Clock,
+        out: &mut impl Timeline,
+    ) -> io::Result<()> {
+        let open = self.open.entry(thread).or_default();
+        let Some((method, base, callees)) = open.pop() else {
+            return Ok(());
+        };
+        let ticks = base + callees.iter().map(|c| c.ticks).sum::<u64>();
+        let laid = Laid {
+            method,
+            ticks,
+            callees,
+        };
+        if let Some(caller) = open.last_mut() {
+            caller.2.push(laid);
+            return Ok(());
+        }
+        let at = *self.cursor.entry(thread).or_insert(self.burst_ticks);
+        self.cursor.insert(thread, at + ticks);
+        // Depth first without recursion: (context, where it begins, whether it is ending).
+        let mut todo: Vec<(&Laid, u64, bool)> = vec![(&laid, at, false)];
+        while let Some((c, from, ending)) = todo.pop() {
+            if ending {
+                out.end(thread, c.method, clock.ns(from + c.ticks))?;
+                continue;
+            }
+            out.begin(names, thread, c.method, clock.ns(from))?;
+            todo.push((c, from, true));
+            let mut starts = Vec::with_capacity(c.callees.len());
+            let mut t = from;
+            for callee in &c.callees {
+                starts.push((callee, t, false));
+                t += callee.ticks;
+            }
+            todo.extend(starts.into_iter().rev());
+        }
+        Ok(())
+    }
+}
+
 /// Reads the trace `reader` holds (any format) into `out`; returns its names and the time of
 /// its last event in ns (where every frame still open was ended).
 pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u64), ExportError> {
@@ -105,6 +177,7 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
         ticks_per_us: 1,
     };
     let mut stacks = Stacks::default();
+    let mut trees = Trees::default();
     let mut last = 0;
     let mut started = false;
     let names = Trace::scan(reader, |names, _, e| -> Result<(), ExportError> {
@@ -133,7 +206,11 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
                     out.end(l.thread, method, ns)?;
                 }
             }
-            Event::BurstBegin { burst, .. } => {
+            Event::BurstBegin { burst, ticks } => {
+                trees = Trees {
+                    burst_ticks: *ticks,
+                    ..Trees::default()
+                };
                 stacks.close(out, ns)?;
                 out.instant(&format!("burst {} begins", burst), ns)?;
             }
@@ -141,6 +218,8 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
                 stacks.close(out, ns)?;
                 out.instant(&format!("burst {} ends", burst), ns)?;
             }
+            Event::ContextEnter(c) => trees.enter(c),
+            Event::ContextLeave { thread, .. } => trees.leave(names, *thread, &mut clock, out)?,
             Event::GcStart { .. } => out.instant("GC start", ns)?,
             Event::GcFinish { .. } => out.instant("GC finish", ns)?,
             Event::UserEvent { text, .. } => out.instant(text, ns)?,

@@ -123,6 +123,12 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
         use model::Event as M;
         let e = match event {
             M::VmInit { .. } | M::VmDeath { .. } => return Ok(()),
+            M::ContextEnter(_) | M::ContextLeave { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "JinsightLive has no form for calling-context trees (record=tree): write TPTP (format=tptp or tptp-xml)",
+                ))
+            }
             M::BurstBegin { ticks, .. } => Event::BeginBurst { ticks: *ticks },
             M::BurstEnd { ticks, .. } => Event::EndBurst { ticks: *ticks },
             M::ThreadDefine(t) => {

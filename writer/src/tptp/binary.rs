@@ -171,7 +171,7 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
             Ok(bytes)
         };
         values.push(match attr.ty {
-            Ty::Long | Ty::Time => Value::Long(u64::from_le_bytes(
+            Ty::Long | Ty::Time | Ty::Duration => Value::Long(u64::from_le_bytes(
                 take(&mut at, 8)?.try_into().unwrap_or([0; 8]),
             )),
             Ty::Int => Value::Int(u32::from_le_bytes(

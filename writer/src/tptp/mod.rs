@@ -86,6 +86,10 @@
 //! 1030 runtimeInitDone  transientThreadIdRef L-, threadIdRef L?, time T, collationValue S?,
 //!                       traceIdRef S?
 //! 1031 runtimeShutdown  (as runtimeInitDone)
+//! 1036 agMethodEntry    threadIdRef L, methodIdRef L, baseTime D, minTime D, maxTime D,
+//!                       baseCPUTime D?, numCalls L (record=tree: a calling context of a
+//!                       burst; D a Long of ticks, in XML seconds; base = its own time)
+//! 1037 agMethodExit     threadIdRef L, methodIdRef L (after the context's callees)
 //! 2001 objDef           objId L, time T, classIdRef L, isArray B?, size L?
 //!                       (an object first seen, not allocated while traced)
 //! 2002 userEvent        time T, text S
@@ -118,6 +122,8 @@ pub enum Ty {
     Str,
     /// A Long of ticks; in XML, seconds since 1970.
     Time,
+    /// A Long of ticks that is a length of time; in XML, seconds.
+    Duration,
 }
 
 /// Whether an attribute is written in XML.
@@ -495,6 +501,32 @@ pub const USER_EVENT: Element = Element {
     xml_order: &[0, 1],
 };
 
+/// `record=tree`: a calling context's totals; its callees' follow, then its agMethodExit.
+pub const AG_METHOD_ENTRY: Element = Element {
+    id: 1036,
+    name: "agMethodEntry",
+    attrs: &[
+        a("threadIdRef", Long, Always),
+        a("methodIdRef", Long, Always),
+        a("baseTime", Duration, Always),
+        a("minTime", Duration, Always),
+        a("maxTime", Duration, Always),
+        a("baseCPUTime", Duration, IfSet),
+        a("numCalls", Long, Always),
+    ],
+    xml_order: &[0, 1, 2, 3, 4, 5, 6],
+};
+
+pub const AG_METHOD_EXIT: Element = Element {
+    id: 1037,
+    name: "agMethodExit",
+    attrs: &[
+        a("threadIdRef", Long, Always),
+        a("methodIdRef", Long, Always),
+    ],
+    xml_order: &[0, 1],
+};
+
 /// Every data message jlive writes and reads.
 pub const ELEMENTS: &[&Element] = &[
     &NODE,
@@ -517,6 +549,8 @@ pub const ELEMENTS: &[&Element] = &[
     &GC_FINISH,
     &RUNTIME_INIT_DONE,
     &RUNTIME_SHUTDOWN,
+    &AG_METHOD_ENTRY,
+    &AG_METHOD_EXIT,
     &OBJ_DEF,
     &USER_EVENT,
 ];
@@ -552,7 +586,7 @@ impl Value<'_> {
     /// The default of a type: what an unused attribute holds.
     pub fn default_of(ty: Ty) -> Value<'static> {
         match ty {
-            Long | Time => Value::Long(0),
+            Long | Time | Duration => Value::Long(0),
             Int => Value::Int(0),
             Byte => Value::Byte(0),
             Str => Value::Str(Cow::Borrowed("")),
@@ -572,7 +606,7 @@ impl Value<'_> {
     pub fn fits(&self, ty: Ty) -> bool {
         matches!(
             (self, ty),
-            (Value::Long(_), Long | Time)
+            (Value::Long(_), Long | Time | Duration)
                 | (Value::Int(_), Int)
                 | (Value::Byte(_), Byte)
                 | (Value::Str(_), Str)

@@ -120,6 +120,8 @@ pub struct Translator {
     process: String,
     agent: String,
     trace: String,
+    /// The latest time read, which aggregates (they have none) take.
+    last_ticks: u64,
 }
 
 /// Fails unless attribute `name` of `m` names `defined`, the ID an earlier message defined.
@@ -218,9 +220,32 @@ impl Translator {
         if let Some((class_at, c, announced)) = self.class.take() {
             return unfinished(class_at, text, &c, announced);
         }
-        let ticks = m.get("time");
+        // Aggregates carry no time: they were written at their burst's end, as far as the
+        // file has got.
+        let ticks = if e == &AG_METHOD_ENTRY || e == &AG_METHOD_EXIT {
+            self.last_ticks
+        } else {
+            m.get("time")
+        };
+        self.last_ticks = self.last_ticks.max(ticks);
         let thread = id(at, text, m, "threadIdRef")?;
-        let event = if e == &METHOD_ENTRY {
+        let event = if e == &AG_METHOD_ENTRY {
+            Event::ContextEnter(model::Context {
+                ticks,
+                thread,
+                method: self.defined_method(at, text, m)?,
+                calls: m.get("numCalls"),
+                base_ticks: m.get("baseTime"),
+                min_ticks: m.get("minTime"),
+                max_ticks: m.get("maxTime"),
+            })
+        } else if e == &AG_METHOD_EXIT {
+            Event::ContextLeave {
+                ticks,
+                thread,
+                method: self.defined_method(at, text, m)?,
+            }
+        } else if e == &METHOD_ENTRY {
             let method = self.method(at, text, m)?;
             let depth = id(at, text, m, "stackDepth")?;
             self.depths.insert(thread, depth);
@@ -361,6 +386,18 @@ impl Translator {
     }
 
     /// The method of a methodEntry or methodExit, which must be of its `classIdRef`.
+    /// The method `m` refers to, which has no class to agree with.
+    fn defined_method(&self, at: usize, text: bool, m: &Message) -> Result<MethodId, DecodeError> {
+        let method_id = m.get("methodIdRef");
+        match self.methods.get(&method_id) {
+            Some(&method) => Ok(method),
+            None => {
+                let message = format!("method {} used before it is defined", method_id);
+                fail(at, text, message)
+            }
+        }
+    }
+
     fn method(&self, at: usize, text: bool, m: &Message) -> Result<MethodId, DecodeError> {
         let method_id = m.get("methodIdRef");
         match self.methods.get(&method_id) {

@@ -325,6 +325,16 @@ impl<E: Encode> Sink for TptpSink<E> {
             }
             Event::MethodEnter(e) => return self.enter(*e),
             Event::MethodLeave(l) => return self.leave(*l),
+            Event::ContextEnter(c) => Message::new(&AG_METHOD_ENTRY)
+                .long("threadIdRef", u64::from(c.thread))
+                .long("methodIdRef", self.method_id(c.method))
+                .long("baseTime", c.base_ticks)
+                .long("minTime", c.min_ticks)
+                .long("maxTime", c.max_ticks)
+                .long("numCalls", c.calls),
+            Event::ContextLeave { thread, method, .. } => Message::new(&AG_METHOD_EXIT)
+                .long("threadIdRef", u64::from(*thread))
+                .long("methodIdRef", self.method_id(*method)),
             Event::Free { ticks, object } => Message::new(&OBJ_FREE)
                 .long("time", *ticks)
                 .long("objIdRef", u64::from(*object)),

@@ -101,6 +101,10 @@ pub fn put_message(out: &mut String, m: &Message, info: &TraceInfo) {
         out.push_str("=\"");
         match value {
             Value::Long(t) if attr.ty == Ty::Time => time_into(out, info.wall_ns(*t)),
+            Value::Long(t) if attr.ty == Ty::Duration => {
+                let rate = u128::from(info.ticks_per_microsecond.max(1));
+                time_into(out, (u128::from(*t) * 1000 / rate) as u64)
+            }
             Value::Long(v) => {
                 let _ = write!(out, "{}", v);
             }
@@ -277,7 +281,7 @@ pub fn parse_element(line: &str) -> Result<Message<'static>, String> {
             )
         };
         m.values[i] = match attr.ty {
-            Ty::Time => Value::Long(parse_time(raw).ok_or_else(bad)?),
+            Ty::Time | Ty::Duration => Value::Long(parse_time(raw).ok_or_else(bad)?),
             Ty::Long => Value::Long(raw.parse().map_err(|_| bad())?),
             Ty::Int => Value::Int(raw.parse().map_err(|_| bad())?),
             Ty::Byte => Value::Byte(raw.parse().map_err(|_| bad())?),

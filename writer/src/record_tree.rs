@@ -1,0 +1,146 @@
+//! `record=tree`: instead of every method entry and exit, each thread's calling-context tree
+//! of the burst (calls, and inclusive, self, shortest and longest ticks per context), written
+//! at the burst's end as [`Event::ContextEnter`] / [`Event::ContextLeave`] pairs, depth first
+//! (TPTP's agMethodEntry / agMethodExit). Every other event goes through as it comes: classes
+//! and threads are defined before the contexts that name them, and allocations, GC and user
+//! events keep their times. An hour-long burst costs the distinct contexts, not the calls.
+//!
+//! ```text
+//! BurstBegin
+//!   ClassDefine / ThreadDefine / GcStart / ... as they come
+//!   (entries and exits: counted into the trees, nothing written)
+//!   ContextEnter main: Demo.main calls 1 base 120 min 9000 max 9000
+//!     ContextEnter main: Demo.price calls 300 base 8000 min 20 max 95
+//!     ContextLeave main: Demo.price
+//!   ContextLeave main: Demo.main
+//! BurstEnd
+//! ```
+
+use crate::model::{Context, Ending, Enter, Event, Leave, Sink, ThreadId};
+use crate::tree::ThreadTree;
+use std::collections::HashMap;
+use std::io;
+
+/// Wraps a format's sink: method events become trees, written at each burst's end.
+pub struct TreeSink<S> {
+    inner: S,
+    trees: HashMap<ThreadId, ThreadTree>,
+    /// Entries counted into the trees.
+    calls: u64,
+}
+
+impl<S: Sink> TreeSink<S> {
+    pub fn new(inner: S) -> TreeSink<S> {
+        TreeSink {
+            inner,
+            trees: HashMap::new(),
+            calls: 0,
+        }
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// Closes every open frame at `ticks` and writes the trees, threads in ID order.
+    fn write_trees(&mut self, ticks: u64) -> io::Result<()> {
+        let mut threads: Vec<ThreadId> = self.trees.keys().copied().collect();
+        threads.sort_unstable();
+        for thread in threads {
+            let mut tree = self.trees.remove(&thread).expect("listed");
+            while !tree.stack_is_empty() {
+                tree.leave(ticks.max(tree.last()));
+            }
+            let mut open: Vec<(usize, crate::model::MethodId)> = Vec::new();
+            for (node, depth) in tree.depth_first() {
+                while open.len() >= depth {
+                    let (_, method) = open.pop().expect("open");
+                    self.inner.event(&Event::ContextLeave {
+                        ticks,
+                        thread,
+                        method,
+                    })?;
+                }
+                let n = &tree.nodes[node];
+                let method = n.method.expect("only the root has none");
+                self.inner.event(&Event::ContextEnter(Context {
+                    ticks,
+                    thread,
+                    method,
+                    calls: n.calls,
+                    base_ticks: tree.self_ticks(node),
+                    min_ticks: if n.calls == 0 { 0 } else { n.min_ticks },
+                    max_ticks: n.max_ticks,
+                }))?;
+                open.push((node, method));
+            }
+            while let Some((_, method)) = open.pop() {
+                self.inner.event(&Event::ContextLeave {
+                    ticks,
+                    thread,
+                    method,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S: Sink> Sink for TreeSink<S> {
+    fn event(&mut self, event: &Event) -> io::Result<()> {
+        match event {
+            Event::MethodEnter(e) => self.enter(*e),
+            Event::MethodLeave(l) => self.leave(*l),
+            Event::BurstBegin { .. } => {
+                self.trees.clear();
+                self.inner.event(event)
+            }
+            Event::BurstEnd { ticks, .. } => {
+                self.write_trees(*ticks)?;
+                self.inner.event(event)
+            }
+            _ => self.inner.event(event),
+        }
+    }
+
+    #[inline]
+    fn enter(&mut self, e: Enter) -> io::Result<()> {
+        self.calls += 1;
+        self.trees
+            .entry(e.thread)
+            .or_default()
+            .enter(e.method, e.ticks);
+        Ok(())
+    }
+
+    #[inline]
+    fn leave(&mut self, l: Leave) -> io::Result<()> {
+        if let Some(tree) = self.trees.get_mut(&l.thread) {
+            tree.leave(l.ticks);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn finish(&mut self, ending: &Ending) -> io::Result<()> {
+        // A burst is closed before the file is: anything left belongs to none.
+        self.trees.clear();
+        self.inner.finish(ending)
+    }
+
+    /// The format's events: what the file holds.
+    fn events(&self) -> u64 {
+        self.inner.events()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.inner.bytes()
+    }
+
+    fn max_classes(&self) -> u32 {
+        self.inner.max_classes()
+    }
+}
