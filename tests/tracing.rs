@@ -1149,6 +1149,23 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
         .status()
         .expect("xmllint (apt-get install libxml2-utils)");
     assert!(lint.success(), "the SVG is well-formed XML");
+    // One thread's only.
+    let mains = std::process::Command::new(jlive_bin())
+        .args([
+            "export",
+            "--to",
+            "collapsed",
+            "--weight",
+            "calls",
+            "--thread",
+            "main",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let mains = String::from_utf8(mains.stdout).unwrap();
+    assert!(mains.lines().all(|l| l.starts_with("main;")), "{}", mains);
+    assert_eq!(weights(&mains, &|l| l.contains(";Fib.fib ")), 21891);
     let pruned = std::process::Command::new(jlive_bin())
         .args(["tree", "--thread", "main"])
         .arg(&file)

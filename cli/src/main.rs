@@ -30,14 +30,14 @@ usage:
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
-  jlive export TRACE --to FORMAT [--weight self|calls] [-o OUT]
+  jlive export TRACE --to FORMAT [--weight self|calls] [--thread NAME] [-o OUT]
         perfetto: Perfetto's protobuf trace (ui.perfetto.dev), a track per thread, a
         slice per call, GC, user events and bursts as instants; chrome: trace-event
         JSON (chrome://tracing, Perfetto's UI), for small traces; speedscope: its
         evented JSON, a profile per thread; collapsed: folded stacks for flame graphs,
         a line per calling context, the thread's name first, weighed by self time in
         ns (or calls); svg: their flame graph (contexts under 0.01% of their thread's
-        time left out). Written to stdout without -o
+        time left out); --thread: one thread's only. Written to stdout without -o
   jlive convert [--to FORMAT] [--record tree] IN OUT
         write a trace in another format: binary (JinsightLive, .trc), tptp (.trcbin),
         tptp-xml (.trcxml); the format of OUT from --to or its extension; an OUT
@@ -261,10 +261,12 @@ fn export(args: &[String]) -> Result<u8, String> {
     let mut weight = Weight::SelfTime;
     let mut output: Option<&str> = None;
     let mut path: Option<&str> = None;
+    let mut thread: Option<&str> = None;
     let mut words = args.iter();
     while let Some(w) = words.next() {
         match w.as_str() {
             "--to" => to = Some(words.next().ok_or("--to needs a format")?),
+            "--thread" => thread = Some(words.next().ok_or("--thread needs a thread name")?),
             "--weight" => {
                 weight = match words.next().map(String::as_str) {
                     Some("self") => Weight::SelfTime,
@@ -281,7 +283,10 @@ fn export(args: &[String]) -> Result<u8, String> {
     match to {
         Some("collapsed" | "svg") => {}
         Some(to @ ("chrome" | "perfetto" | "speedscope")) => {
-            return export_timeline(path, to, output)
+            if thread.is_some() {
+                return Err("--thread goes with --to collapsed or svg".into());
+            }
+            return export_timeline(path, to, output);
         }
         Some(other) => {
             return Err(format!(
@@ -291,8 +296,17 @@ fn export(args: &[String]) -> Result<u8, String> {
         }
         None => return Err(format!("which format? --to {}", EXPORT_TARGETS)),
     }
-    let (trees, names) =
+    let (mut trees, names) =
         Trees::of_reader(Reading::open(path)?).map_err(|e| format!("{}: {}", path, e))?;
+    if let Some(name) = thread {
+        trees.threads.retain(|&id, _| names.thread_name(id) == name);
+        if trees.threads.is_empty() {
+            return Err(format!(
+                "{}: no thread named '{}' made traced calls",
+                path, name
+            ));
+        }
+    }
     let svg = to == Some("svg");
     // A flame graph cannot show what is under 0.01% of a thread: left out before it is drawn.
     let min = if svg { 0.01 } else { 0.0 };
