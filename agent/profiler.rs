@@ -241,9 +241,14 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
     if options.help {
         return Err("help: `jlive attach --help` lists the options".into());
     }
+    if crate::ffi::os::another_copy_loaded() {
+        log::warn("jlive is already loaded in this JVM (another copy of libjlive.so): this attach changes nothing; drive it with jlive ctl");
+        return Ok(Attached::AlreadyLoaded);
+    }
     start(vm, options, text, true)?;
     let p = get().ok_or("profiler state lost")?;
     let initialized = p.vm.with_env(|jni| {
+        let _frame = jni.local_frame(16);
         if p.uses_bci() {
             let defined = capture::bci::define_trampoline(jni)
                 .and_then(|_| capture::bci::initialize_attached_trampoline(jni));
@@ -279,6 +284,22 @@ fn start(
         log::info(&format!("internal error: {}", info));
     }));
     let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
+    let started = start_with(vm, jvmti, options, text, attached);
+    if started.is_err() && PROFILER.get().is_none() {
+        // Its capabilities, prefix and sampling interval go with it: the next try (or another
+        // agent) finds the JVM as it was.
+        jvmti.dispose();
+    }
+    started
+}
+
+fn start_with(
+    vm: *mut jni_sys::JavaVM,
+    jvmti: Jvmti,
+    options: Options,
+    text: &str,
+    attached: bool,
+) -> Result<(), String> {
     let mut caps = add_capabilities(jvmti, &options, attached)?;
     if caps.has(cap::SET_NATIVE_METHOD_PREFIX)
         && jvmti.set_native_method_prefix(c"$$jlive$$").is_err()

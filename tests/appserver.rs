@@ -332,7 +332,10 @@ fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when
         deb
     );
     let _installed = Installed;
-    root_command("apt-get", &["install", "-y", "-qq", &deb]);
+    root_command(
+        "apt-get",
+        &["install", "-y", "-qq", "--no-install-recommends", &deb],
+    );
     let files = String::from_utf8(root_command("dpkg", &["-L", "jlive"]).stdout).unwrap();
     for f in [
         "/opt/jlive/libjlive.so",

@@ -120,7 +120,7 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Verified {
     println!("{}: {}", name, line);
     let early = summary
         .lines()
-        .find(|l| l.contains("loaded before VM init"))
+        .find(|l| l.contains("loaded before jlive could rewrite them"))
         .expect("retransformation line");
     println!("{}: {}", name, early);
     let _ = std::fs::remove_dir_all(&dir);

@@ -312,6 +312,17 @@ impl Jvmti {
         call!(self, 73, (*const c_char), prefix.as_ptr())
     }
 
+    /// DisposeEnvironment: gives back the capabilities and the settings of an environment
+    /// that will not be used (an agent that could not start).
+    pub fn dispose(&self) {
+        if let Some(f) = self.slot(127) {
+            // SAFETY: slot 127 of a jvmtiInterface_1 is DisposeEnvironment(jvmtiEnv*).
+            let f: unsafe extern "C" fn(*mut jvmtiEnv) -> u32 = unsafe { std::mem::transmute(f) };
+            // SAFETY: the environment is valid and not used after this.
+            let _ = unsafe { f(self.0) };
+        }
+    }
+
     pub fn is_modifiable_class(&self, class: jclass) -> bool {
         let mut b: u8 = 0;
         call!(self, 45, (jclass, *mut u8), class, &mut b).is_ok() && b != 0

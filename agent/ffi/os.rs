@@ -133,6 +133,32 @@ pub fn own_library() -> Option<String> {
     Some(path.to_string_lossy().into_owned())
 }
 
+/// Whether another libjlive.so than this one is mapped into the process (a copy at another
+/// path, or a file replaced since it was loaded): two would share the control socket and the
+/// trace file.
+pub fn another_copy_loaded() -> bool {
+    let Some(mine) = own_library() else {
+        return false;
+    };
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    // address perms offset dev inode path
+    let inode_of = |path: &str| {
+        maps.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 6 && f[5..].join(" ") == path).then(|| (f[3].to_string(), f[4].to_string()))
+        })
+    };
+    let ours = inode_of(&mine);
+    maps.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() >= 6
+            && f[5..].join(" ").contains("/libjlive.so")
+            && Some((f[3].to_string(), f[4].to_string())) != ours
+    })
+}
+
 fn empty_dl_info() -> libc::Dl_info {
     libc::Dl_info {
         dli_fname: std::ptr::null(),

@@ -4,14 +4,16 @@
 //!
 //! ```text
 //! 1. /proc/PID/maps names libjvm.so (never SIGQUIT anything else: it would end it)
-//!    and not libjlive.so (loaded already: said, nothing done)
-//! 2. as root, become the JVM's user (setegid, seteuid): the JVM answers its own user only
+//! 2. as root, become the JVM's user (setegid, seteuid): the JVM answers its own user only;
+//!    in a container (another /proc/PID/root), libjlive.so is copied to its /tmp/jlive-lib-UID
 //! 3. /proc/PID/root/tmp/.java_pid<NSPID> (NSPID: the pid inside the JVM's namespace)
-//!    missing: create /proc/PID/cwd/.attach_pid<NSPID> (or in .../tmp), send SIGQUIT, wait
-//!    up to 10 s for the socket, remove the file
+//!    missing: only if the process catches SIGQUIT (SigCgt), create the trigger
+//!    /proc/PID/cwd/.attach_pid<NSPID> (or in .../tmp) anew, send SIGQUIT, wait up to 10 s
+//!    for the socket, remove the trigger
 //! 4. connect; send "1\0load\0<libjlive.so>\0true\0<options>\0"
 //! 5. read to the end: "<status>\n" then, JDK 9+, "return code: <Agent_OnAttach's answer>\n"
-//!    (JDK 8: the bare number; JDK 21+: a message instead when the JVM refuses)
+//!    (JDK 8: the bare number; JDK 21+: a message instead when the JVM refuses);
+//!    75 is jlive's "loaded already" (a second attach changes nothing)
 //! ```
 
 use crate::launch::{agent_library, agent_options};
@@ -100,6 +102,23 @@ impl Target {
         self.tmp().join(format!(".java_pid{}", self.nspid))
     }
 
+    /// Whether the process catches SIGQUIT (bit 3 of SigCgt): HotSpot does, unless it runs
+    /// with -Xrs or has not set its handlers up yet; for any other process SIGQUIT's default
+    /// ends it.
+    fn catches_sigquit(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .ok()
+            .and_then(|s| status_field(&s, "SigCgt:").and_then(|v| u64::from_str_radix(v, 16).ok()))
+            .is_some_and(|mask| mask & (1 << (libc::SIGQUIT - 1)) != 0)
+    }
+
+    /// Whether the JVM sees another file system than ours (a container): then it cannot
+    /// open our path of libjlive.so.
+    fn other_root(&self) -> bool {
+        let id = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+        id(&self.root) != id(Path::new("/"))
+    }
+
     fn alive(&self) -> bool {
         Path::new(&format!("/proc/{}", self.pid)).exists()
     }
@@ -145,21 +164,50 @@ fn open_socket(t: &Target) -> Result<(), String> {
     if is_socket(&socket) {
         return Ok(());
     }
+    if !t.catches_sigquit() {
+        return Err(format!(
+            "process {} does not catch SIGQUIT (a JVM started with -Xrs, or still starting up): \
+             not signalled, since SIGQUIT would end it",
+            t.pid
+        ));
+    }
     let name = format!(".attach_pid{}", t.nspid);
     let cwd = PathBuf::from(format!("/proc/{}/cwd", t.pid)).join(&name);
-    let trigger = [cwd, t.tmp().join(&name)]
-        .into_iter()
-        .find(|p| std::fs::File::create(p).is_ok())
-        .ok_or_else(|| {
-            format!(
-                "cannot create {} in the JVM's working directory or /tmp",
-                name
-            )
-        })?;
+    // A file of that name already there (another attacher's) serves as well; one jlive
+    // creates is new (never through a symbolic link) and removed afterwards.
+    let mut trigger = None;
+    for place in [cwd, t.tmp().join(&name)] {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&place)
+        {
+            Ok(_) => {
+                trigger = Some(Some(place));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                trigger = Some(None);
+                break;
+            }
+            Err(_) => continue,
+        }
+    }
+    let trigger = trigger.ok_or_else(|| {
+        format!(
+            "cannot create {} in the JVM's working directory or /tmp",
+            name
+        )
+    })?;
+    let remove = |trigger: &Option<PathBuf>| {
+        if let Some(path) = trigger {
+            let _ = std::fs::remove_file(path);
+        }
+    };
     // SAFETY: kill has no memory preconditions; the target was checked to be a JVM, whose
     // SIGQUIT handler looks for the trigger file.
     if unsafe { libc::kill(t.pid as i32, libc::SIGQUIT) } != 0 {
-        let _ = std::fs::remove_file(&trigger);
+        remove(&trigger);
         return Err(format!(
             "cannot signal {}: {}",
             t.pid,
@@ -178,7 +226,7 @@ fn open_socket(t: &Target) -> Result<(), String> {
         std::thread::sleep(pause);
         pause = (pause + Duration::from_millis(20)).min(Duration::from_millis(200));
     };
-    let _ = std::fs::remove_file(&trigger);
+    remove(&trigger);
     if opened {
         Ok(())
     } else if !t.alive() {
@@ -197,6 +245,27 @@ fn open_socket(t: &Target) -> Result<(), String> {
 fn is_socket(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// The path the JVM can open libjlive.so at: ours, or in a container a copy in its /tmp.
+fn reachable_library(t: &Target, library: &Path) -> Result<PathBuf, String> {
+    if !t.other_root() {
+        return Ok(library.to_path_buf());
+    }
+    let dir = format!("jlive-lib-{}", t.uid);
+    let inside = Path::new("/tmp").join(&dir).join("libjlive.so");
+    let there = t.tmp().join(&dir);
+    let _ = std::fs::create_dir(&there);
+    let copy = there.join("libjlive.so");
+    let copied = std::fs::metadata(&there)
+        .ok()
+        .filter(|m| m.uid() == t.uid && !m.file_type().is_symlink())
+        .ok_or_else(|| format!("{} is not the JVM user's directory", there.display()))
+        .and_then(|_| {
+            std::fs::copy(library, &copy)
+                .map_err(|e| format!("cannot copy libjlive.so to {}: {}", copy.display(), e))
+        });
+    copied.map(|_| inside)
 }
 
 /// The `load` operation; the JVM's whole answer.
@@ -286,15 +355,12 @@ pub fn attach(args: &[String]) -> Result<u8, String> {
             pid
         ));
     }
-    if let Some(line) = maps.lines().find(|l| l.ends_with("/libjlive.so")) {
-        let loaded = line.split_whitespace().last().unwrap_or("libjlive.so");
-        println!(
-            "jlive is already loaded in {} ({}): nothing done; drive it with jlive ctl",
-            pid, loaded
-        );
-        return Ok(0);
-    }
+    // jlive already there answers so itself (Agent_OnAttach's ALREADY_LOADED).
+    let library = library
+        .canonicalize()
+        .map_err(|e| format!("{}: {}", library.display(), e))?;
     become_user(&t)?;
+    let library = reachable_library(&t, &library)?;
     open_socket(&t)?;
     let started = Instant::now();
     let answer = load(&t, &library, &options)?;

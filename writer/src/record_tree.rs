@@ -1,6 +1,7 @@
 //! `record=tree`: instead of every method entry and exit, each thread's calling-context tree
 //! of the burst (calls, and inclusive, self, shortest and longest ticks per context), written
-//! at the burst's end as [`Event::ContextEnter`] / [`Event::ContextLeave`] pairs, depth first
+//! at the burst's end (a thread's at its end, if it ends first) as [`Event::ContextEnter`] /
+//! [`Event::ContextLeave`] pairs, depth first
 //! (TPTP's agMethodEntry / agMethodExit). Every other event goes through as it comes: classes
 //! and threads are defined before the contexts that name them, and allocations, GC and user
 //! events keep their times. An hour-long burst costs the distinct contexts, not the calls.
@@ -25,8 +26,6 @@ use std::io;
 pub struct TreeSink<S> {
     inner: S,
     trees: HashMap<ThreadId, ThreadTree>,
-    /// Entries counted into the trees.
-    calls: u64,
 }
 
 impl<S: Sink> TreeSink<S> {
@@ -34,7 +33,6 @@ impl<S: Sink> TreeSink<S> {
         TreeSink {
             inner,
             trees: HashMap::new(),
-            calls: 0,
         }
     }
 
@@ -47,40 +45,48 @@ impl<S: Sink> TreeSink<S> {
         let mut threads: Vec<ThreadId> = self.trees.keys().copied().collect();
         threads.sort_unstable();
         for thread in threads {
-            let mut tree = self.trees.remove(&thread).expect("listed");
-            while !tree.stack_is_empty() {
-                tree.leave(ticks.max(tree.last()));
-            }
-            let mut open: Vec<(usize, crate::model::MethodId)> = Vec::new();
-            for (node, depth) in tree.depth_first() {
-                while open.len() >= depth {
-                    let (_, method) = open.pop().expect("open");
-                    self.inner.event(&Event::ContextLeave {
-                        ticks,
-                        thread,
-                        method,
-                    })?;
-                }
-                let n = &tree.nodes[node];
-                let method = n.method.expect("only the root has none");
-                self.inner.event(&Event::ContextEnter(Context {
-                    ticks,
-                    thread,
-                    method,
-                    calls: n.calls,
-                    base_ticks: tree.self_ticks(node),
-                    min_ticks: if n.calls == 0 { 0 } else { n.min_ticks },
-                    max_ticks: n.max_ticks,
-                }))?;
-                open.push((node, method));
-            }
-            while let Some((_, method)) = open.pop() {
+            self.write_tree(thread, ticks)?;
+        }
+        Ok(())
+    }
+
+    /// Closes a thread's open frames at `ticks` and writes its tree, depth first.
+    fn write_tree(&mut self, thread: ThreadId, ticks: u64) -> io::Result<()> {
+        let Some(mut tree) = self.trees.remove(&thread) else {
+            return Ok(());
+        };
+        while !tree.stack_is_empty() {
+            tree.leave(ticks.max(tree.last()));
+        }
+        let mut open: Vec<crate::model::MethodId> = Vec::new();
+        for (node, depth) in tree.depth_first() {
+            while open.len() >= depth {
+                let method = open.pop().expect("open");
                 self.inner.event(&Event::ContextLeave {
                     ticks,
                     thread,
                     method,
                 })?;
             }
+            let n = &tree.nodes[node];
+            let method = n.method.expect("only the root has none");
+            self.inner.event(&Event::ContextEnter(Context {
+                ticks,
+                thread,
+                method,
+                calls: n.calls,
+                base_ticks: tree.self_ticks(node),
+                min_ticks: if n.calls == 0 { 0 } else { n.min_ticks },
+                max_ticks: n.max_ticks,
+            }))?;
+            open.push(method);
+        }
+        while let Some(method) = open.pop() {
+            self.inner.event(&Event::ContextLeave {
+                ticks,
+                thread,
+                method,
+            })?;
         }
         Ok(())
     }
@@ -99,13 +105,18 @@ impl<S: Sink> Sink for TreeSink<S> {
                 self.write_trees(*ticks)?;
                 self.inner.event(event)
             }
+            // A thread that ends mid-burst has its tree written then, before its end: its
+            // memory goes with it, and its frames close at its end.
+            Event::ThreadEnd { ticks, thread } => {
+                self.write_tree(*thread, *ticks)?;
+                self.inner.event(event)
+            }
             _ => self.inner.event(event),
         }
     }
 
     #[inline]
     fn enter(&mut self, e: Enter) -> io::Result<()> {
-        self.calls += 1;
         self.trees
             .entry(e.thread)
             .or_default()

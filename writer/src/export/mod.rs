@@ -106,6 +106,16 @@ struct Laid {
     callees: Vec<Laid>,
 }
 
+impl Drop for Laid {
+    /// Without recursion: a context may sit tens of thousands of calls deep.
+    fn drop(&mut self) {
+        let mut below = std::mem::take(&mut self.callees);
+        while let Some(mut c) = below.pop() {
+            below.append(&mut c.callees);
+        }
+    }
+}
+
 /// Trees (`record=tree`) as timelines: each thread's contexts are laid out from its burst's
 /// beginning, one slice per context as long as all its calls together, callees side by side
 /// inside it in the order first called (a merged view, like speedscope's left heavy).

@@ -106,7 +106,8 @@ impl Speedscope {
         profile.chunks.push((self.spilled, profile.kept.len()));
         self.spilled += profile.kept.len() as u64;
         self.in_memory -= profile.kept.len();
-        profile.kept.clear();
+        // Its capacity goes too: the bound is on what memory holds, not on what it counts.
+        profile.kept = Vec::new();
         Ok(())
     }
 
