@@ -155,3 +155,132 @@ impl<S: Sink> Sink for TreeSink<S> {
         self.inner.max_classes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MethodId;
+
+    #[derive(Default)]
+    struct Kept(Vec<Event>);
+
+    impl Sink for Kept {
+        fn event(&mut self, event: &Event) -> io::Result<()> {
+            self.0.push(event.clone());
+            Ok(())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self, _: &Ending) -> io::Result<()> {
+            Ok(())
+        }
+        fn events(&self) -> u64 {
+            self.0.len() as u64
+        }
+        fn bytes(&self) -> u64 {
+            0
+        }
+    }
+
+    fn m(index: u16) -> MethodId {
+        MethodId { class: 1, index }
+    }
+
+    fn call(s: &mut TreeSink<Kept>, thread: ThreadId, method: MethodId, from: u64, to: u64) {
+        s.enter(Enter {
+            ticks: from,
+            thread,
+            method,
+            object: crate::model::NO_OBJECT,
+            depth: 1,
+            ticket: 1,
+        })
+        .unwrap();
+        s.leave(Leave {
+            ticks: to,
+            thread,
+            method,
+            depth: 1,
+            ticket: 1,
+            overhead: 0,
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn each_context_is_written_once_with_its_calls_times_and_callees_inside_it() {
+        let mut s = TreeSink::new(Kept::default());
+        s.event(&Event::BurstBegin { ticks: 0, burst: 1 }).unwrap();
+        // Thread 1: a() calls b() twice (3 and 5 ticks), then ends; a() took 20.
+        s.enter(Enter {
+            ticks: 10,
+            thread: 1,
+            method: m(0),
+            object: crate::model::NO_OBJECT,
+            depth: 1,
+            ticket: 1,
+        })
+        .unwrap();
+        call(&mut s, 1, m(1), 12, 15);
+        call(&mut s, 1, m(1), 16, 21);
+        s.leave(Leave {
+            ticks: 30,
+            thread: 1,
+            method: m(0),
+            depth: 1,
+            ticket: 1,
+            overhead: 0,
+        })
+        .unwrap();
+        s.event(&Event::ThreadEnd {
+            ticks: 31,
+            thread: 1,
+        })
+        .unwrap();
+        // Thread 2: c() still running when the burst ends at 100.
+        s.enter(Enter {
+            ticks: 40,
+            thread: 2,
+            method: m(2),
+            object: crate::model::NO_OBJECT,
+            depth: 1,
+            ticket: 1,
+        })
+        .unwrap();
+        s.event(&Event::BurstEnd {
+            ticks: 100,
+            burst: 1,
+        })
+        .unwrap();
+        let got: Vec<String> = s
+            .into_inner()
+            .0
+            .iter()
+            .map(|e| match e {
+                Event::ContextEnter(c) => format!(
+                    "enter t{} m{} calls={} base={} min={} max={}",
+                    c.thread, c.method.index, c.calls, c.base_ticks, c.min_ticks, c.max_ticks
+                ),
+                Event::ContextLeave { thread, method, .. } => {
+                    format!("leave t{} m{}", thread, method.index)
+                }
+                e => e.name().to_string(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "BURST_BEGIN",
+                "enter t1 m0 calls=1 base=12 min=20 max=20",
+                "enter t1 m1 calls=2 base=8 min=3 max=5",
+                "leave t1 m1",
+                "leave t1 m0",
+                "THREAD_END",
+                "enter t2 m2 calls=1 base=60 min=60 max=60",
+                "leave t2 m2",
+                "BURST_END",
+            ]
+        );
+    }
+}
