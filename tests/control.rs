@@ -273,6 +273,72 @@ fn attach_loads_jlive_into_a_running_jvm_whose_bursts_then_hold_exactly_their_ph
     }
 }
 
+/// `jlive attach` across a PID namespace, as into a container: the JVM is process 1 of its
+/// own namespace (`unshare --pid --mount-proc`), reached through /proc by its host pid; the
+/// burst driven through the socket path attach prints holds exactly its phase.
+#[test]
+fn attach_reaches_a_jvm_that_is_process_1_of_its_own_pid_namespace() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/unshare").exists() {
+        println!("skipped: a PID namespace needs root and unshare (util-linux)");
+        return;
+    }
+    let jdk = &jdks()[0];
+    let dir = scratch("attach-ns");
+    let file = dir.join("t.trc");
+    let mut c = Command::new("/usr/bin/unshare");
+    c.args(["--pid", "--fork", "--mount-proc"])
+        .arg(jdk.java())
+        .arg("-cp")
+        .arg(classes())
+        .arg("Phases");
+    let mut jvm = Driven::spawn(c);
+    // unshare's child is the JVM: its host pid, and 1 inside.
+    let children = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        jvm.child.id(),
+        jvm.child.id()
+    ))
+    .unwrap();
+    let pid: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid)).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("NStgid:") && l.ends_with("\t1")),
+        "{}",
+        status
+    );
+    let (code, said) = jlive(
+        Command::new(jlive_bin())
+            .arg("attach")
+            .arg(pid.to_string())
+            .arg(format!("file={}", file.display())),
+    );
+    assert_eq!(code, 0, "{}", said);
+    let socket = said
+        .split("--socket ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("attach names the socket: {}", said));
+    ok(&socket, &["start"]);
+    jvm.phase(2);
+    ok(&socket, &["stop"]);
+    jvm.phase(3);
+    jvm.quit();
+    let bursts = by_burst(&read_trace(&file));
+    assert_eq!(bursts.len(), 1);
+    assert_eq!(
+        bursts[0].0.get("Phases.p2"),
+        Some(&2000),
+        "{:?}",
+        bursts[0].0
+    );
+    assert_eq!(bursts[0].0.get("Phases.p3"), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Also: symbolic links planted at both files' paths are replaced, not followed (the files
 /// they point to are unchanged), and both files are the user's alone (0600).
 #[test]
