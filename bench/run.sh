@@ -306,6 +306,32 @@ if [ -f "$jar" ]; then
     echo
 fi
 
+if [ -f "$jar" ]; then
+    # record=tree (issue 28): each thread's calling-context tree per burst instead of every
+    # call, against full tracing of the same script in both formats.
+    echo "== record=tree: h2's script, every method traced (capture=bci), median of $rounds interleaved runs"
+    tree_setups=(format=binary format=tptp record=tree)
+    declare -A tr_t tr_b
+    started=$(cpu_times)
+    for _ in $(seq "$rounds"); do
+        for i in "${!tree_setups[@]}"; do
+            read -r t b <<<"$(gz_once "capture=bci,${tree_setups[i]}")"
+            tr_t[$i]+="$t"$'\n'
+            tr_b[$i]+="$b"$'\n'
+        done
+    done
+    printf '%-34s %10s %12s %14s\n' setup wall "trace MB" "vs tptp size"
+    full=$(printf '%s' "${tr_b[1]}" | median)
+    for i in "${!tree_setups[@]}"; do
+        t=$(printf '%s' "${tr_t[$i]}" | median)
+        b=$(printf '%s' "${tr_b[$i]}" | median)
+        printf '%-34s %8.2f s %12.1f %13.2f%%\n' "capture=bci,${tree_setups[i]}" "$t" \
+            "$(echo "$b / 1048576" | bc -l)" "$(echo "100 * $b / $full" | bc -l)"
+    done
+    stolen_since "$started"
+    echo
+fi
+
 [ "${TOMCAT:-1}" = 0 ] && exit 0
 catalina=/usr/share/tomcat10/bin/catalina.sh
 if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
