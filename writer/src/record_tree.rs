@@ -18,21 +18,42 @@
 //! ```
 
 use crate::model::{Context, Ending, Enter, Event, Leave, Sink, ThreadId};
-use crate::tree::ThreadTree;
-use std::collections::HashMap;
+use crate::tree::TreesByThread;
 use std::io;
 
 /// Wraps a format's sink: method events become trees, written at each burst's end.
 pub struct TreeSink<S> {
     inner: S,
-    trees: HashMap<ThreadId, ThreadTree>,
+    trees: TreesByThread,
+    /// The tree of the thread of the last method event, out of the map: records come in
+    /// per-thread batches, so most events need no look-up.
+    current: Option<(ThreadId, crate::tree::ThreadTree)>,
 }
 
 impl<S: Sink> TreeSink<S> {
     pub fn new(inner: S) -> TreeSink<S> {
         TreeSink {
             inner,
-            trees: HashMap::new(),
+            trees: TreesByThread::default(),
+            current: None,
+        }
+    }
+
+    /// The tree of `thread`, made current.
+    #[inline]
+    fn tree(&mut self, thread: ThreadId) -> &mut crate::tree::ThreadTree {
+        if self.current.as_ref().map(|c| c.0) != Some(thread) {
+            self.put_back();
+            let tree = self.trees.remove(&thread).unwrap_or_default();
+            self.current = Some((thread, tree));
+        }
+        &mut self.current.as_mut().expect("made current").1
+    }
+
+    /// Puts the current tree back into the map.
+    fn put_back(&mut self) {
+        if let Some((thread, tree)) = self.current.take() {
+            self.trees.insert(thread, tree);
         }
     }
 
@@ -42,6 +63,7 @@ impl<S: Sink> TreeSink<S> {
 
     /// Closes every open frame at `ticks` and writes the trees, threads in ID order.
     fn write_trees(&mut self, ticks: u64) -> io::Result<()> {
+        self.put_back();
         let mut threads: Vec<ThreadId> = self.trees.keys().copied().collect();
         threads.sort_unstable();
         for thread in threads {
@@ -52,6 +74,7 @@ impl<S: Sink> TreeSink<S> {
 
     /// Closes a thread's open frames at `ticks` and writes its tree, depth first.
     fn write_tree(&mut self, thread: ThreadId, ticks: u64) -> io::Result<()> {
+        self.put_back();
         let Some(mut tree) = self.trees.remove(&thread) else {
             return Ok(());
         };
@@ -98,6 +121,7 @@ impl<S: Sink> Sink for TreeSink<S> {
             Event::MethodEnter(e) => self.enter(*e),
             Event::MethodLeave(l) => self.leave(*l),
             Event::BurstBegin { .. } => {
+                self.current = None;
                 self.trees.clear();
                 self.inner.event(event)
             }
@@ -117,18 +141,13 @@ impl<S: Sink> Sink for TreeSink<S> {
 
     #[inline]
     fn enter(&mut self, e: Enter) -> io::Result<()> {
-        self.trees
-            .entry(e.thread)
-            .or_default()
-            .enter(e.method, e.ticks);
+        self.tree(e.thread).enter(e.method, e.ticks);
         Ok(())
     }
 
     #[inline]
     fn leave(&mut self, l: Leave) -> io::Result<()> {
-        if let Some(tree) = self.trees.get_mut(&l.thread) {
-            tree.leave(l.ticks);
-        }
+        self.tree(l.thread).leave(l.ticks);
         Ok(())
     }
 
@@ -138,6 +157,7 @@ impl<S: Sink> Sink for TreeSink<S> {
 
     fn finish(&mut self, ending: &Ending) -> io::Result<()> {
         // A burst is closed before the file is: anything left belongs to none.
+        self.current = None;
         self.trees.clear();
         self.inner.finish(ending)
     }
