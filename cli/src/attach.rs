@@ -131,8 +131,13 @@ impl Target {
             .find_map(|v| v.strip_prefix(b"TMPDIR="))
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_else(|| "/tmp".into());
-        self.root
-            .join(tmpdir.trim_start_matches('/'))
+        // Through /proc/PID/root only where the JVM sees another file system.
+        let root = if self.other_root() {
+            self.root.clone()
+        } else {
+            PathBuf::from("/")
+        };
+        root.join(tmpdir.trim_start_matches('/'))
             .join(format!("jlive-{}", self.uid))
             .join(format!("{}.sock", self.nspid))
     }
@@ -359,6 +364,8 @@ pub fn attach(args: &[String]) -> Result<u8, String> {
     let library = library
         .canonicalize()
         .map_err(|e| format!("{}: {}", library.display(), e))?;
+    // Where `jlive ctl --pid` will look, for the caller (before becoming the JVM's user).
+    let our_sockets = crate::ctl::socket_dir();
     become_user(&t)?;
     let library = reachable_library(&t, &library)?;
     open_socket(&t)?;
@@ -385,7 +392,7 @@ pub fn attach(args: &[String]) -> Result<u8, String> {
     );
     let control = t.control_socket();
     if is_socket(&control) {
-        let ours = crate::ctl::socket_dir().join(format!("{}.sock", pid));
+        let ours = our_sockets.join(format!("{}.sock", pid));
         let inode = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
         if inode(&ours).is_some() && inode(&ours) == inode(&control) {
             println!("bursts: jlive ctl --pid {} start | stop | status", pid);
