@@ -553,11 +553,30 @@ pub fn link_prepared(
     }
 }
 
-/// VMInit: retransforms every loaded class the hook has not instrumented yet.
+/// VMInit (or attach): retransforms every loaded class the hook has not instrumented yet;
+/// then, once more, those that were loaded while it did so but whose hook ran before the
+/// trampolines were ready (an attached JVM keeps loading classes meanwhile).
 pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
+    retransform_pass(p, jvmti, jni, true);
+    retransform_pass(p, jvmti, jni, false);
+}
+
+fn retransform_pass(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>, first: bool) {
     let (work, left) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
-        to_retransform(p, jvmti, jni, loaded)
+        to_retransform(p, jvmti, jni, loaded, first)
     });
+    if !first {
+        if !work.as_slice().is_empty() {
+            log::info(&format!(
+                "retransformed {} more classes loaded while the first ones were",
+                work.as_slice().len()
+            ));
+            let next = AtomicUsize::new(0);
+            retransform_chunks(jvmti, work.as_slice(), &next);
+        }
+        jni.release(work);
+        return;
+    }
     let started = std::time::Instant::now();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -602,6 +621,7 @@ fn to_retransform(
     jvmti: Jvmti,
     jni: Jni<'_>,
     loaded: Vec<jclass>,
+    count: bool,
 ) -> (GlobalClasses, u64) {
     let classes = Classes {
         jvmti,
@@ -624,8 +644,11 @@ fn to_retransform(
         // Retransforming a class redefines it even when the hook gives nothing back (HotSpot
         // parses and merges the class again, ~0.2 ms each): leave out those with no code.
         if let Some(natives) = nothing_to_trace(jvmti, class) {
-            p.bci.untouched.fetch_add(1, Ordering::Relaxed);
-            p.bci.native.fetch_add(natives, Ordering::Relaxed);
+            // Counted once, by the first pass.
+            if count {
+                p.bci.untouched.fetch_add(1, Ordering::Relaxed);
+                p.bci.native.fetch_add(natives, Ordering::Relaxed);
+            }
             left += 1;
             continue;
         }
