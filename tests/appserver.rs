@@ -98,6 +98,29 @@ fn serve_during_burst(port: u16, least: Duration, requests: u32) {
     }
 }
 
+/// SIGTERM: Tomcat shuts down, the JVM dies normally, the agent closes the trace. The trace
+/// the drop-in wrote into $CATALINA_BASE/logs, if any.
+fn stop_and_find_trace(tomcat: &mut std::process::Child, base: &Path) -> Option<PathBuf> {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(tomcat.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    while tomcat.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "tomcat did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::read_dir(base.join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
+        })
+}
+
 fn ctl(socket: &Path, command: &str) -> String {
     let out = Command::new(jlive_bin())
         .arg("ctl")
@@ -202,26 +225,7 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
         report
     );
 
-    // SIGTERM: Tomcat shuts down, the JVM dies normally, the agent closes the trace.
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(tomcat.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    while tomcat.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "tomcat did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let trace_file = std::fs::read_dir(base.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
-        })
-        .expect("the trace file");
+    let trace_file = stop_and_find_trace(&mut tomcat, &base).expect("the trace file");
     let trace = read_trace(&trace_file);
     let bursts = trace
         .events
@@ -391,24 +395,7 @@ fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when
     jlive("start");
     serve_during_burst(port, Duration::from_millis(500), 10);
     jlive("stop");
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(tomcat.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    while tomcat.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "tomcat did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let trace_file = std::fs::read_dir(base.join("logs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
-        })
+    let trace_file = stop_and_find_trace(&mut tomcat, &base)
         .expect("the drop-in's trace file in $CATALINA_BASE/logs");
     let trace = read_trace(&trace_file);
     let served_calls = total(

@@ -22,17 +22,7 @@ const WORKERS: [(&str, u64); 4] = [
 ];
 
 fn export(trace: &Path, to: &str, out: &Path) {
-    let said = Command::new(jlive_bin())
-        .args(["export", "--to", to, "-o"])
-        .arg(out)
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
+    jlive_ok(&[&"export", &"--to", &to, &"-o", &out, &trace]);
 }
 
 /// A traced run of Workers 4, with the entries each thread made, by its name.
@@ -56,13 +46,9 @@ fn workers(dir: &Path) -> (PathBuf, HashMap<String, u64>) {
 
 /// Each thread's self time in folded stacks (`--to collapsed`), in ns, and its lines.
 fn folded_self_time(trace: &Path) -> HashMap<String, (u64, u64)> {
-    let said = Command::new(jlive_bin())
-        .args(["export", "--to", "collapsed"])
-        .arg(trace)
-        .output()
-        .unwrap();
+    let folded = jlive_ok(&[&"export", &"--to", &"collapsed", &trace]);
     let mut per = HashMap::new();
-    for line in String::from_utf8(said.stdout).unwrap().lines() {
+    for line in folded.lines() {
         let (stack, weight) = line.rsplit_once(' ').unwrap();
         let thread = stack.split(';').next().unwrap().to_string();
         let (ns, lines) = per.entry(thread).or_insert((0, 0));
@@ -87,20 +73,7 @@ fn the_perfetto_export_reads_back_with_a_slice_per_call_on_each_threads_track() 
     let (trace, entries) = workers(&dir);
     let out = dir.join("w.pftrace");
     export(&trace, "perfetto", &out);
-    let said = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/viewers/perfetto_summary.py"
-        ))
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&said.stdout).unwrap();
+    let summary = perfetto_summary(&out);
     assert_eq!(summary["broken"], Value::Array(vec![]), "Perfetto's rules");
     for (worker, calls) in WORKERS {
         assert_eq!(

@@ -14,18 +14,16 @@ use std::process::Command;
 /// Folded stacks of a trace (`jlive export --to collapsed`), by context: weight.
 /// Hidden classes' addresses (`LambdaForm$MH.0x00007f...`) differ from run to run: masked.
 fn folded(trace: &Path, weight: &str) -> HashMap<String, u64> {
-    let said = Command::new(jlive_bin())
-        .args(["export", "--to", "collapsed", "--weight", weight])
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
+    let folded = jlive_ok(&[
+        &"export",
+        &"--to",
+        &"collapsed",
+        &"--weight",
+        &weight,
+        &trace,
+    ]);
     let mut out = HashMap::new();
-    for line in String::from_utf8(said.stdout).unwrap().lines() {
+    for line in folded.lines() {
         let (context, w) = line.rsplit_once(' ').unwrap();
         let mut masked = String::with_capacity(context.len());
         let mut rest = context;
@@ -80,39 +78,14 @@ fn record_tree_keeps_every_calling_context_with_the_calls_and_times_of_full_trac
         assert_eq!(main_only(&tree), main_only(&by_calls), "{}", options);
         // Exported, a context is one slice: fib's 20 on main, nested as Perfetto wants.
         let out = dir.join("tree.pftrace");
-        let said = Command::new(jlive_bin())
-            .args(["export", "--to", "perfetto", "-o"])
-            .arg(&out)
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(said.status.success());
-        let summary = Command::new("python3")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/viewers/perfetto_summary.py"
-            ))
-            .arg(&out)
-            .output()
-            .unwrap();
-        let summary: serde_json::Value = serde_json::from_slice(&summary.stdout)
-            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&summary.stderr)));
+        jlive_ok(&[&"export", &"--to", &"perfetto", &"-o", &out, &file]);
+        let summary = perfetto_summary(&out);
         assert_eq!(summary["broken"], serde_json::json!([]), "{}", options);
         assert_eq!(summary["slices"]["main"]["Fib.fib"], 20, "{}", options);
     }
     // The same events made into trees: the same contexts, calls and self times.
     let converted = dir.join("converted.trcbin");
-    let said = Command::new(jlive_bin())
-        .args(["convert", "--record", "tree"])
-        .arg(&full)
-        .arg(&converted)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
+    jlive_ok(&[&"convert", &"--record", &"tree", &full, &converted]);
     read_trace(&converted);
     assert_eq!(folded(&converted, "calls"), by_calls);
     let (times, tree_times) = (folded(&full, "self"), folded(&converted, "self"));
@@ -164,15 +137,7 @@ fn record_tree_of_h2s_script_is_under_a_hundredth_of_its_full_trace() {
     );
     let jdk = &jdks()[0];
     let dir = scratch("record-tree-h2");
-    let script = dir.join("h2.sql");
-    std::fs::write(
-        &script,
-        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
-         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 20000);\n\
-         CREATE INDEX item_price ON item(price);\n\
-         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
-    )
-    .unwrap();
+    let script = h2_script_of(&dir, 20_000);
     let h2 = |options: String| {
         let mut c = Command::new(jdk.java());
         c.arg(format!("-agentpath:{}={}", agent().display(), options))
@@ -202,13 +167,8 @@ fn record_tree_of_h2s_script_is_under_a_hundredth_of_its_full_trace() {
     h2(format!("capture=bci,format=tptp,file={}", full.display()));
     let full_size = std::fs::metadata(&full).unwrap().len();
     // Calls, counted in the full trace without keeping it.
-    let stats = Command::new(jlive_bin())
-        .args(["stats", "--top", "0"])
-        .arg(&full)
-        .output()
-        .unwrap();
+    let stats = jlive_ok(&[&"stats", &"--top", &"0", &full]);
     let _ = std::fs::remove_file(&full);
-    let stats = String::from_utf8_lossy(&stats.stdout);
     let full_calls: u64 = stats
         .lines()
         .find(|l| l.trim_start().starts_with("METHOD_ENTER"))

@@ -1069,13 +1069,14 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
     // Folded stacks: by calls, they add up to the trace's entries (fib's alone to 21,891);
     // by self time, a thread's to its traced time.
     let folded = |weight: &str| {
-        let said = std::process::Command::new(jlive_bin())
-            .args(["export", "--to", "collapsed", "--weight", weight])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(said.status.success());
-        String::from_utf8(said.stdout).unwrap()
+        jlive_ok(&[
+            &"export",
+            &"--to",
+            &"collapsed",
+            &"--weight",
+            &weight,
+            &file,
+        ])
     };
     let weights = |text: &str, keep: &dyn Fn(&str) -> bool| -> u64 {
         text.lines()
@@ -1106,17 +1107,7 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
     );
     // Chrome's trace-event JSON: a B per entry (fib's 21,891 on main), an E for each.
     let json = dir.join("t.json");
-    let said = std::process::Command::new(jlive_bin())
-        .args(["export", "--to", "chrome", "-o"])
-        .arg(&json)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
+    jlive_ok(&[&"export", &"--to", &"chrome", &"-o", &json, &file]);
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("valid JSON");
     let events = doc["traceEvents"].as_array().unwrap();
@@ -1129,17 +1120,7 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
     assert!(phase("M").any(|e| e["args"]["name"] == "main" && e["tid"] == main));
     // The flame graph (inferno): well-formed SVG with fib's frames on main.
     let svg = dir.join("t.svg");
-    let said = std::process::Command::new(jlive_bin())
-        .args(["export", "--to", "svg", "-o"])
-        .arg(&svg)
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        said.status.success(),
-        "{}",
-        String::from_utf8_lossy(&said.stderr)
-    );
+    jlive_ok(&[&"export", &"--to", &"svg", &"-o", &svg, &file]);
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.starts_with("<?xml") && drawn.contains("<svg"));
     assert!(drawn.contains("Fib.fib") && drawn.contains("main"));
@@ -1150,20 +1131,16 @@ fn the_tree_and_folded_stacks_hold_each_calling_context_and_stats_tells_overload
         .expect("xmllint (apt-get install libxml2-utils)");
     assert!(lint.success(), "the SVG is well-formed XML");
     // One thread's only.
-    let mains = std::process::Command::new(jlive_bin())
-        .args([
-            "export",
-            "--to",
-            "collapsed",
-            "--weight",
-            "calls",
-            "--thread",
-            "main",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let mains = String::from_utf8(mains.stdout).unwrap();
+    let mains = jlive_ok(&[
+        &"export",
+        &"--to",
+        &"collapsed",
+        &"--weight",
+        &"calls",
+        &"--thread",
+        &"main",
+        &file,
+    ]);
     assert!(mains.lines().all(|l| l.starts_with("main;")), "{}", mains);
     assert_eq!(weights(&mains, &|l| l.contains(";Fib.fib ")), 21891);
     let pruned = std::process::Command::new(jlive_bin())

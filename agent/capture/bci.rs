@@ -557,26 +557,9 @@ pub fn link_prepared(
 /// then, once more, those that were loaded while it did so but whose hook ran before the
 /// trampolines were ready (an attached JVM keeps loading classes meanwhile).
 pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
-    retransform_pass(p, jvmti, jni, true);
-    retransform_pass(p, jvmti, jni, false);
-}
-
-fn retransform_pass(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>, first: bool) {
     let (work, left) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
-        to_retransform(p, jvmti, jni, loaded, first)
+        to_retransform(p, jvmti, jni, loaded, true)
     });
-    if !first {
-        if !work.as_slice().is_empty() {
-            log::info(&format!(
-                "retransformed {} more classes loaded while the first ones were",
-                work.as_slice().len()
-            ));
-            let next = AtomicUsize::new(0);
-            retransform_chunks(jvmti, work.as_slice(), &next);
-        }
-        jni.release(work);
-        return;
-    }
     let started = std::time::Instant::now();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -611,9 +594,21 @@ fn retransform_pass(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>, first: boo
         ));
     });
     jni.release(work);
+    let (more, _) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+        to_retransform(p, jvmti, jni, loaded, false)
+    });
+    if !more.as_slice().is_empty() {
+        log::info(&format!(
+            "retransformed {} more classes loaded while the first ones were",
+            more.as_slice().len()
+        ));
+        retransform_chunks(jvmti, more.as_slice(), &AtomicUsize::new(0));
+    }
+    jni.release(more);
 }
 
-/// Of `loaded`, those to retransform, as global references (the local ones are gone, with
+/// Of `loaded`, those to retransform (`count`: counting those with nothing to trace, which
+/// only the first pass does), as global references (the local ones are gone, with
 /// their frame, before the retransformation runs its hooks inside this callback), and how many
 /// were left out for having nothing to trace.
 fn to_retransform(

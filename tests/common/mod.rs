@@ -78,16 +78,57 @@ pub fn api_jar() -> PathBuf {
 /// A SQL script for Debian's h2 in `dir`: a 2,000-row insert, an index and a query whose
 /// answer (1000 rows under 500) the output shows.
 pub fn h2_script(dir: &Path) -> PathBuf {
+    h2_script_of(dir, 2000)
+}
+
+/// The same with `rows` rows (bench/run.sh's takes 20,000).
+pub fn h2_script_of(dir: &Path, rows: u32) -> PathBuf {
     let script = dir.join("script.sql");
     std::fs::write(
         &script,
-        "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
-         INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 2000);\n\
-         CREATE INDEX item_price ON item(price);\n\
-         SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
+        format!(
+            "CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);\n\
+             INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, {});\n\
+             CREATE INDEX item_price ON item(price);\n\
+             SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;\n",
+            rows
+        ),
     )
     .expect("write the h2 script");
     script
+}
+
+/// `jlive ARGS...`, which must succeed; its stdout.
+pub fn jlive_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let said = Command::new(jlive_bin())
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .unwrap();
+    assert!(
+        said.status.success(),
+        "jlive: {}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    String::from_utf8(said.stdout).unwrap()
+}
+
+/// tests/viewers/perfetto_summary.py's reading of a Perfetto trace (Perfetto's own protobuf
+/// classes): thread tracks, slices per thread and name, instants, and the rules broken.
+pub fn perfetto_summary(trace: &Path) -> serde_json::Value {
+    let said = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/viewers/perfetto_summary.py"
+        ))
+        .arg(trace)
+        .output()
+        .expect("python3");
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    serde_json::from_slice(&said.stdout).unwrap()
 }
 
 /// The compiled examples/ programs.

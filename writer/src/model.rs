@@ -434,3 +434,28 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
         (**self).max_classes()
     }
 }
+
+/// Tests' sink: keeps every event it is given.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Collect(pub Vec<Event>);
+
+#[cfg(test)]
+impl Sink for Collect {
+    fn event(&mut self, event: &Event) -> io::Result<()> {
+        self.0.push(event.clone());
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &Ending) -> io::Result<()> {
+        Ok(())
+    }
+    fn events(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+}

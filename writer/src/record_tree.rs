@@ -179,35 +179,14 @@ impl<S: Sink> Sink for TreeSink<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Collect;
     use crate::model::MethodId;
-
-    #[derive(Default)]
-    struct Kept(Vec<Event>);
-
-    impl Sink for Kept {
-        fn event(&mut self, event: &Event) -> io::Result<()> {
-            self.0.push(event.clone());
-            Ok(())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self, _: &Ending) -> io::Result<()> {
-            Ok(())
-        }
-        fn events(&self) -> u64 {
-            self.0.len() as u64
-        }
-        fn bytes(&self) -> u64 {
-            0
-        }
-    }
 
     fn m(index: u16) -> MethodId {
         MethodId { class: 1, index }
     }
 
-    fn call(s: &mut TreeSink<Kept>, thread: ThreadId, method: MethodId, from: u64, to: u64) {
+    fn call(s: &mut TreeSink<Collect>, thread: ThreadId, method: MethodId, from: u64, to: u64) {
         s.enter(Enter {
             ticks: from,
             thread,
@@ -230,7 +209,7 @@ mod tests {
 
     #[test]
     fn each_context_is_written_once_with_its_calls_times_and_callees_inside_it() {
-        let mut s = TreeSink::new(Kept::default());
+        let mut s = TreeSink::new(Collect::default());
         s.event(&Event::BurstBegin { ticks: 0, burst: 1 }).unwrap();
         // Thread 1: a() calls b() twice (3 and 5 ticks), then ends; a() took 20.
         s.enter(Enter {

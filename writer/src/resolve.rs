@@ -1028,6 +1028,7 @@ fn bound_receiver(key: MethodKey, rest: &[Slot], overhead: u32) -> Option<Record
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Collect;
 
     /// app/A has four methods (keys 0, 1, 2 and one sparse key), app/Skip one (key 3, an
     /// excluded class); key 4 is unknown.
@@ -1081,29 +1082,6 @@ mod tests {
                 name: format!("t{}", key),
                 ..Default::default()
             })
-        }
-    }
-
-    /// Keeps every event.
-    #[derive(Default)]
-    struct Collect(Vec<Event>);
-
-    impl Sink for Collect {
-        fn event(&mut self, event: &Event) -> io::Result<()> {
-            self.0.push(event.clone());
-            Ok(())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self, _: &Ending) -> io::Result<()> {
-            Ok(())
-        }
-        fn events(&self) -> u64 {
-            self.0.len() as u64
-        }
-        fn bytes(&self) -> u64 {
-            0
         }
     }
 

@@ -10,35 +10,7 @@ use crate::keyhash::KeyHasher;
 use crate::model::{Event, MethodId, ThreadId};
 use crate::read::{DecodeError, Trace};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hashes a (caller's node, method) key field by field with a multiply each: the writer
-/// looks one up per call under `record=tree`, where SipHash cost it a third of its speed.
-#[derive(Default, Clone, Copy, Debug)]
-pub struct ContextHasher(u64);
-
-impl Hasher for ContextHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u16(&mut self, n: u16) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
+use std::hash::BuildHasherDefault;
 
 /// Each thread's tree, by thread ID.
 pub type TreesByThread = HashMap<ThreadId, ThreadTree, BuildHasherDefault<KeyHasher>>;
@@ -77,7 +49,7 @@ impl Node {
 #[derive(Clone, Debug)]
 pub struct ThreadTree {
     pub nodes: Vec<Node>,
-    index: HashMap<(usize, MethodId), usize, BuildHasherDefault<ContextHasher>>,
+    index: HashMap<(usize, MethodId), usize, BuildHasherDefault<KeyHasher>>,
     /// Open frames: (node, ticks at entry).
     stack: Vec<(usize, u64)>,
     last_ticks: u64,

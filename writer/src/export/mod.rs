@@ -196,17 +196,16 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
             clock.ticks_per_us = u128::from(names.info.ticks_per_microsecond.max(1));
             out.start(names)?;
         }
+        if let Event::ThreadDefine(t) = &e {
+            out.thread(names, t)?;
+        }
         let ticks = e.ticks();
         if ticks == 0 {
-            if let Event::ThreadDefine(t) = &e {
-                out.thread(names, t)?;
-            }
             return Ok(());
         }
         let ns = clock.ns(ticks);
         last = last.max(ns);
         match &e {
-            Event::ThreadDefine(t) => out.thread(names, t)?,
             Event::MethodEnter(m) => {
                 stacks.0.entry(m.thread).or_default().push(m.method);
                 out.begin(names, m.thread, m.method, ns)?;
