@@ -120,7 +120,7 @@ impl Profiler {
             });
         }
         self.hub.start();
-        crate::capture::bci::set_gate(flags.methods, flags.alloc);
+        crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors);
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
         state.opened = Some(Instant::now());
@@ -136,7 +136,7 @@ impl Profiler {
         let Some(flags) = state.flags.take() else {
             return Err("no burst is open".into());
         };
-        crate::capture::bci::set_gate(Methods::Off, false);
+        crate::capture::bci::set_gate(Methods::Off, false, false);
         self.switch_events(jvmti, flags, false);
         self.hub.stop_and_collect();
         self.hub.control(Message::BurstEnd {
@@ -273,6 +273,14 @@ impl Profiler {
         }
         if flags.gc == Gc::On && self.caps.has(cap::GENERATE_OBJECT_FREE_EVENTS) {
             events.push(jvmti::EVENT_OBJECT_FREE);
+        }
+        if self.options.monitors && self.caps.has(cap::GENERATE_MONITOR_EVENTS) {
+            events.extend([
+                jvmti::EVENT_MONITOR_WAIT,
+                jvmti::EVENT_MONITOR_WAITED,
+                jvmti::EVENT_MONITOR_CONTENDED_ENTER,
+                jvmti::EVENT_MONITOR_CONTENDED_ENTERED,
+            ]);
         }
         // Under capture=bci the rewritten allocation sites report allocations themselves.
         let alloc = flags.alloc && !bci && self.caps.has(cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS);

@@ -44,8 +44,14 @@ fn describe_thread(p: &'static Profiler, jvmti: Jvmti, thread: jthread) -> Optio
     p.vm.with_env(|jni| {
         let _frame = jni.local_frame(4);
         let (name, group) = jvmti.thread_info(thread).ok()?;
+        let object = if thread.is_null() {
+            jvmti.current_thread()
+        } else {
+            Some(thread)
+        };
         let mut info = ThreadInfo {
             name,
+            hash: object.and_then(|t| jvmti.object_hash_code(t)).unwrap_or(0),
             ..ThreadInfo::default()
         };
         if let Some((group, parent)) = group.and_then(|g| jvmti.thread_group_info(g).ok()) {

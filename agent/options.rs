@@ -75,6 +75,10 @@ pub struct Options {
     pub gzip: bool,
     /// `record=tree`: each thread's calling-context tree per burst instead of method events.
     pub tree: bool,
+    /// `monitors=on` (always with format=orca): waits, notifies, thread starts, joins and
+    /// sleeps, and contended monitors.
+    pub monitors: bool,
+    monitors_given: Option<bool>,
     /// Whether `format=` was given (record=tree then writes TPTP unless it was).
     format_given: bool,
     /// overflow=drop: drop method records rather than wait for a writer that is behind.
@@ -108,6 +112,8 @@ impl Default for Options {
             buffer: 64 * 1024,
             filemode: 0o600,
             gzip: false,
+            monitors: false,
+            monitors_given: None,
             tree: false,
             format_given: false,
             drop_when_behind: false,
@@ -133,6 +139,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "file",
         "jlive-%p.trc",
         "trace file (.trcbin for tptp, .trcxml for tptp-xml; with several formats each its own extension); %p = pid, %t = start time (UTC, YYYYMMDDTHHMMSS), %n = file number; what is at the path is replaced, a symbolic link not followed",
+    ),
+    (
+        "monitors",
+        "off | on",
+        "waits, notifies, Thread.start/join/sleep and contended monitors, each with its stack (format=orca: always on, and nothing else is recorded)",
     ),
     (
         "record",
@@ -235,7 +246,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// Keys of DESIGN.md that this build does not implement yet.
-const LATER: &[&str] = &["monitors", "plugin", "jvmpi"];
+const LATER: &[&str] = &["plugin", "jvmpi"];
 
 const PLATFORMS: &str = "auto, linux_x86, linux_390, win32_x86, aix_ppc, os390, solaris_sparc";
 
@@ -389,6 +400,27 @@ impl Options {
                 ));
             }
         }
+        if o.formats.contains(&Format::Orca) {
+            if o.monitors_given == Some(false) {
+                return Err(OptionError(
+                    "format=orca writes concurrency events only: monitors=off leaves it nothing to write".into(),
+                ));
+            }
+            o.monitors = true;
+            if o.formats == [Format::Orca] {
+                if o.tree {
+                    return Err(OptionError("record=tree writes calling-context trees, which ORCA logs have no form for".into()));
+                }
+                // ORCA logs have no method, GC or allocation events: none is recorded.
+                o.methods = Methods::Off;
+                o.gc = Gc::Off;
+                o.alloc = false;
+            }
+        } else if o.monitors_given == Some(true) {
+            return Err(OptionError(
+                "monitors=on is written only by format=orca in this build (JinsightLive's and TPTP's monitor events are not written yet): give format=orca, or format=binary;orca for both".into(),
+            ));
+        }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
                 return Err(OptionError(format!(
@@ -399,6 +431,12 @@ impl Options {
             }
         }
         Ok(o)
+    }
+
+    /// Whether method entries and exits are captured at all (an ORCA log alone has none: no
+    /// instrumentation, no method events, whatever `capture` says).
+    pub fn traces_methods(&self) -> bool {
+        self.formats != [Format::Orca]
     }
 
     /// Whether a burst opens at VM init.
@@ -417,12 +455,7 @@ impl Options {
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
         match key {
-            "format" if value == "orca" => {
-                return Err(OptionError(format!(
-                    "format=orca is not available in this build yet: accepted {}",
-                    FORMAT_NAMES
-                )))
-            }
+            "monitors" => self.monitors_given = Some(on_off(key, value)?),
             "format" => {
                 self.formats = formats(value)?;
                 self.format_given = true;
@@ -760,12 +793,17 @@ mod tests {
         let e = Options::parse("format=tptp;xml").unwrap_err().0;
         assert_eq!(
             e,
-            "bad value 'tptp;xml' for option 'format': accepted binary (or jinsight), tptp, tptp-xml"
+            "bad value 'tptp;xml' for option 'format': accepted binary (or jinsight), tptp, tptp-xml, orca"
         );
-        assert!(Options::parse("format=orca")
+        let orca = Options::parse("format=orca,methods=on").unwrap();
+        assert!(orca.monitors && orca.methods == Methods::Off && !orca.traces_methods());
+        assert!(Options::parse("format=orca,monitors=off").is_err());
+        assert!(Options::parse("monitors=on")
             .unwrap_err()
             .0
-            .contains("not available"));
+            .contains("format=orca"));
+        let both = Options::parse("format=binary;orca").unwrap();
+        assert!(both.monitors && both.methods == Methods::On);
         let clock = |text: &str| Options::parse(text).unwrap().clock();
         assert_eq!(clock(""), Clock::Tsc);
         assert_eq!(clock("platform=linux_390"), Clock::Stck);

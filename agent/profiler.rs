@@ -249,7 +249,7 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
     let p = get().ok_or("profiler state lost")?;
     let initialized = p.vm.with_env(|jni| {
         let _frame = jni.local_frame(16);
-        if p.uses_bci() {
+        if p.uses_hook() {
             let defined = capture::bci::define_trampoline(jni)
                 .and_then(|_| capture::bci::initialize_attached_trampoline(jni));
             if let Err(e) = defined {
@@ -368,13 +368,14 @@ fn start_with(
         "tracing to {} (clock {:?}, {} ticks/us{})",
         path, source, rate, written
     ));
-    let overhead = (options.capture == Capture::Bci).then(record_overhead);
+    let bci = options.capture == Capture::Bci && options.traces_methods();
+    let overhead = bci.then(record_overhead);
     let hub = Hub::new(messages, pool_in, options.buffer, overhead);
     if options.drop_when_behind {
         hub.drop_when_behind();
     }
     let filter = ClassFilter::new(&options.include, &options.exclude);
-    if options.capture == Capture::Bci {
+    if bci {
         registry.use_bci();
         report_thread_locals();
     }
@@ -423,7 +424,7 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
         return Err("capture=events needs JVMTI method entry and exit events, which a running JVM gives only to agents loaded at start-up (-agentpath): attached, jlive traces with capture=bci (the default of jlive attach)".into());
     }
 
-    if o.capture == Capture::Events {
+    if o.capture == Capture::Events && o.traces_methods() {
         // Only asked for when used: with them HotSpot's interpreter checks for method events
         // on every call.
         need.push((
@@ -460,7 +461,11 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
     if o.objects && o.capture == Capture::Events {
         need.push((cap::ACCESS_LOCAL_VARIABLES, "can_access_local_variables"));
     }
-    if o.capture == Capture::Bci {
+    if o.monitors {
+        need.push((cap::GENERATE_MONITOR_EVENTS, "can_generate_monitor_events"));
+        need.push((cap::GET_MONITOR_INFO, "can_get_monitor_info"));
+    }
+    if (o.capture == Capture::Bci && o.traces_methods()) || o.monitors {
         need.push((cap::RETRANSFORM_CLASSES, "can_retransform_classes"));
         need.push((cap::RETRANSFORM_ANY_CLASS, "can_retransform_any_class"));
     }
@@ -479,13 +484,16 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
         }
         wanted.set(bit);
     }
-    if o.capture == Capture::Bci && potential.has(cap::SET_NATIVE_METHOD_PREFIX) {
+    if o.capture == Capture::Bci
+        && o.traces_methods()
+        && potential.has(cap::SET_NATIVE_METHOD_PREFIX)
+    {
         wanted.set(cap::SET_NATIVE_METHOD_PREFIX);
     }
     // capture=bci switches MethodEntry on and off as bursts begin and end, only for the
     // deoptimization that comes with it (capture::bci::drop_hoisted_gates). With it HotSpot's
     // interpreter also checks at every call whether the thread reports method events.
-    if o.capture == Capture::Bci {
+    if o.capture == Capture::Bci && o.traces_methods() {
         if potential.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
             wanted.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
         } else if attached {
@@ -537,6 +545,10 @@ impl Profiler {
         cb.virtual_thread_end = Some(callbacks::virtual_thread_end);
         cb.base.VMStart = Some(callbacks::vm_start);
         cb.base.ClassFileLoadHook = Some(crate::ffi::hooks::class_file_load_hook);
+        cb.base.MonitorWait = Some(capture::sync::monitor_wait);
+        cb.base.MonitorWaited = Some(capture::sync::monitor_waited);
+        cb.base.MonitorContendedEnter = Some(capture::sync::monitor_contended_enter);
+        cb.base.MonitorContendedEntered = Some(capture::sync::monitor_contended_entered);
         self.jvmti
             .set_event_callbacks(&cb)
             .map_err(|e| format!("SetEventCallbacks failed: {}", e))?;
@@ -545,7 +557,7 @@ impl Profiler {
             jvmti::EVENT_VM_DEATH,
             jvmti::EVENT_CLASS_PREPARE,
         ];
-        if self.uses_bci() {
+        if self.uses_hook() {
             events.extend([jvmti::EVENT_VM_START, jvmti::EVENT_CLASS_FILE_LOAD_HOOK]);
         }
         for event in events {
@@ -596,7 +608,13 @@ impl Profiler {
     }
 
     pub fn uses_bci(&self) -> bool {
-        self.options.capture == Capture::Bci
+        self.options.capture == Capture::Bci && self.options.traces_methods()
+    }
+
+    /// Whether classes are rewritten as they load: capture=bci, or monitors=on (the call sites
+    /// of notify, start, join and sleep).
+    pub fn uses_hook(&self) -> bool {
+        self.uses_bci() || self.options.monitors
     }
 
     /// The burst flags the options ask for.
@@ -631,10 +649,11 @@ impl Profiler {
             "{} classes registered (loaded so far)",
             self.registry.class_count()
         ));
-        if self.uses_bci() {
+        if self.uses_hook() {
             match capture::bci::initialize_trampoline(jni) {
-                Ok(()) => capture::bci::retransform_loaded(self, jvmti, jni),
-                Err(e) => log::warn(&format!("{}; capture=bci traces nothing", e)),
+                Ok(()) if self.uses_bci() => capture::bci::retransform_loaded(self, jvmti, jni),
+                Ok(()) => capture::sync::hook_thread_class(jvmti, jni),
+                Err(e) => log::warn(&format!("{}; capture=bci and monitors=on trace nothing", e)),
             }
         }
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_START, true);

@@ -41,6 +41,11 @@ pub struct Registry {
     linked: RwLock<std::collections::HashSet<ClassKey>>,
     /// Whether classes are described with their methods' line numbers (a format writes them).
     line_numbers: std::sync::atomic::AtomicBool,
+    /// Details of concurrency events (`monitors=on`), until the writer takes them.
+    syncs: parking_lot::Mutex<HashMap<u64, SyncInfo>>,
+    next_sync: std::sync::atomic::AtomicU64,
+    /// The methods of stack frames, by jmethodID.
+    frames: RwLock<HashMap<u64, MethodRef, BuildHasherDefault<KeyHasher>>>,
 }
 
 impl Registry {
@@ -175,6 +180,37 @@ impl Registry {
     pub fn take_message(&self, key: u64) -> Option<String> {
         self.messages.lock().remove(&key)
     }
+
+    /// Whether a registered class (internal name) is java/lang/Thread or extends it.
+    pub fn is_thread_class(&self, name: &str) -> bool {
+        let (classes, by_name) = (self.classes.read(), self.by_name.read());
+        let mut key = by_name.get(name).copied();
+        for _ in 0..64 {
+            let Some(info) = key.and_then(|k| classes.get(&k)) else {
+                return false;
+            };
+            if info.name == "java/lang/Thread" {
+                return true;
+            }
+            key = info.superclass;
+        }
+        false
+    }
+
+    /// Keeps a concurrency event's details for the writer; returns its key.
+    pub fn put_sync(&self, info: SyncInfo) -> u64 {
+        let key = self.next_sync.fetch_add(1, Ordering::Relaxed);
+        self.syncs.lock().insert(key, info);
+        key
+    }
+
+    pub fn frame_method(&self, method: u64) -> Option<MethodRef> {
+        self.frames.read().get(&method).copied()
+    }
+
+    pub fn put_frame_method(&self, method: u64, m: MethodRef) {
+        self.frames.write().insert(method, m);
+    }
 }
 
 impl Symbols for Registry {
@@ -195,6 +231,9 @@ impl Symbols for Registry {
     }
     fn message(&self, key: u64) -> Option<String> {
         self.take_message(key)
+    }
+    fn sync(&self, key: u64) -> Option<SyncInfo> {
+        self.syncs.lock().remove(&key)
     }
     fn thread_ended(&self, key: ThreadKey) {
         self.threads.write().remove(&key);

@@ -332,6 +332,33 @@ if [ -f "$jar" ]; then
     echo
 fi
 
+if [ -f "$jar" ]; then
+    # format=orca (issue 29): concurrency events only, recorded from start-up, against no agent.
+    echo "== format=orca: h2's script, concurrency events from start-up, median of $rounds interleaved runs"
+    orca_setups=("" "format=orca" "format=orca,capture=bci")
+    declare -A orca_t
+    started=$(cpu_times)
+    for _ in $(seq "$rounds"); do
+        for i in "${!orca_setups[@]}"; do
+            if [ -z "${orca_setups[i]}" ]; then
+                orca_t[$i]+="$(once "$java" -cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql")"$'\n'
+            else
+                orca_t[$i]+="$(once "$java" -agentpath:"$lib=${orca_setups[i]},file=$work/h2.orca" -cp "$jar" \
+                    org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql")"$'\n'
+            fi
+        done
+    done
+    plain=$(printf '%s' "${orca_t[0]}" | median)
+    for i in "${!orca_setups[@]}"; do
+        t=$(printf '%s' "${orca_t[$i]}" | median)
+        printf '%-34s %8.2f s %6.2fx\n' "${orca_setups[i]:-no agent}" "$t" "$(echo "$t / $plain" | bc -l)"
+    done
+    echo "target: within 1.10x of no agent; the last log: $(target/release/jlive check "$work/h2.orca" | cut -d: -f2-)"
+    rm -f "$work/h2.orca" "$work/h2.orca.meta"
+    stolen_since "$started"
+    echo
+fi
+
 [ "${TOMCAT:-1}" = 0 ] && exit 0
 catalina=/usr/share/tomcat10/bin/catalina.sh
 if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
@@ -353,12 +380,15 @@ tomcat_rps() { # JLIVE_OPTIONS or "" -> requests/s of wrk over 10 s, after 10 s 
     rps=$(wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" | awk '/Requests\/sec/ {print $2}')
     kill "$pid"
     wait "$pid" 2>/dev/null || true
+    # format=orca records from start-up: its log must check, every pair balanced.
+    case "$1" in *format=orca*) target/release/jlive check "$base/logs/t.trc" >"$work/tomcat-orca-check.txt" 2>&1 ;; esac
     echo "${rps:-0}"
 }
-echo "== Tomcat paused: a static page served to wrk (2 threads, 8 connections), no burst,"
+echo "== Tomcat: a static page served to wrk (2 threads, 8 connections); paused (no burst), and"
+echo "   format=orca recording its concurrency events from start-up"
 tomcat_rounds=${TOMCAT_ROUNDS:-3}
 echo "   requests/s over 10 s after 10 s of warm-up, median of $tomcat_rounds interleaved rounds"
-tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,inline=off")
+tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,inline=off" "format=orca")
 declare -A rps
 started=$(cpu_times)
 for _ in $(seq "$tomcat_rounds"); do
@@ -371,4 +401,5 @@ for i in "${!tomcat_setups[@]}"; do
     v=$(printf '%s' "${rps[$i]}" | median)
     printf '%-46s %10.0f req/s %6.2fx\n' "${tomcat_setups[i]:-no agent}" "$v" "$(echo "$v / $plain" | bc -l)"
 done
+echo "targets: paused >= 0.98x; format=orca >= 0.95x; its last log: $(cut -d: -f2- "$work/tomcat-orca-check.txt" 2>/dev/null)"
 stolen_since "$started"

@@ -116,8 +116,10 @@ fn stop_and_find_trace(tomcat: &mut std::process::Child, base: &Path) -> Option<
         .flatten()
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("jlive-"))
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("jlive-") && !n.ends_with(".meta")
+            })
         })
 }
 
@@ -158,10 +160,11 @@ fn tomcat_serves_with_every_class_instrumented_and_verified() {
 /// Tomcat with the drop-in (`capture` added to its options, `java_opts` in JAVA_OPTS), wrk for
 /// 10 s, a burst of 2 s or more (until 20 requests of the test's own were served); returns what
 /// Tomcat printed.
-fn tomcat_burst(capture: &str, java_opts: &str) -> String {
-    // One Tomcat and one wrk at a time: two of each would share the machine's two cores.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// One Tomcat and one wrk at a time: two of each would share the machine's two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Debian's Tomcat and wrk, which the Tomcat tests need.
+fn tomcat_and_wrk() -> &'static str {
     assert!(
         Path::new(CATALINA_HOME).join("bin/catalina.sh").is_file(),
         "Debian's tomcat10 is missing: apt-get install -y tomcat10"
@@ -169,7 +172,75 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"]
         .into_iter()
         .find(|p| Path::new(p).is_file());
-    let wrk = wrk.expect("wrk is missing: apt-get install -y wrk");
+    wrk.expect("wrk is missing: apt-get install -y wrk")
+}
+
+/// Tomcat with format=orca from start-up under wrk for 5 s: its concurrency log passes `jlive
+/// check` (every wait, join, sleep and contended enter closed by its end on the same thread
+/// and object, every stack described in the meta log), wrk sees no error, and the log holds
+/// the waits and thread starts of Tomcat's own pools.
+#[test]
+fn tomcat_under_wrk_writes_an_orca_log_that_checks() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let wrk = tomcat_and_wrk();
+    let jdk = &jdks()[0];
+    let dir = scratch("tomcat-orca");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = tomcat_base(&dir, port);
+    let options = format!(
+        "format=orca,control=off,file={}/logs/jlive-%p.orca",
+        base.display()
+    );
+    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
+        .arg("run")
+        .env("CATALINA_HOME", CATALINA_HOME)
+        .env("CATALINA_BASE", &base)
+        .env("JAVA_HOME", &jdk.home)
+        .env("JLIVE_LIB", agent())
+        .env("JLIVE_OPTIONS", &options)
+        .stdout(std::fs::File::create(dir.join("console.txt")).unwrap())
+        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
+        .spawn()
+        .expect("start catalina.sh run");
+    wait_for_port(port, &mut tomcat);
+    assert!(served(port), "Tomcat did not serve the first request");
+    let report = Command::new(wrk)
+        .args(["-t2", "-c8", "-d5s", "--timeout", "10s"])
+        .arg(format!("http://127.0.0.1:{}/index.html", port))
+        .output()
+        .expect("run wrk");
+    let report = String::from_utf8_lossy(&report.stdout).to_string();
+    assert!(report.contains("Requests/sec"), "{}", report);
+    assert!(
+        !report.contains("Non-2xx") && !report.contains("Socket errors"),
+        "wrk saw errors:\n{}",
+        report
+    );
+    let log = stop_and_find_trace(&mut tomcat, &base).expect("the ORCA log");
+    let trace = read_trace(&log);
+    let check = jlive_ok(&[&"check", &log]);
+    assert!(check.contains(": ok:"), "{}", check);
+    let count = |kind: jlive_writer::model::SyncKind| {
+        trace
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::Sync(s) if s.kind == kind))
+            .count()
+    };
+    use jlive_writer::model::SyncKind;
+    assert!(count(SyncKind::Start) >= 10, "Tomcat's threads started");
+    assert!(count(SyncKind::Wait) > 0 && count(SyncKind::Waited) > 0);
+    println!("wrk:\n{}\n{}", report, check);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tomcat_burst(capture: &str, java_opts: &str) -> String {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let wrk = tomcat_and_wrk();
     let jdk = &jdks()[0];
     let dir = scratch("tomcat");
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -1276,6 +1276,7 @@ fn check_killed(format: Format, data: &[u8]) -> Option<Option<usize>> {
     let end = match format {
         Format::Jinsight => "no TraceEnd",
         Format::Tptp | Format::TptpXml => "no agentDestroy",
+        Format::Orca => unreachable!("ORCA logs have no end: not among Format::ALL"),
     };
     assert!(
         err.message.contains(end),

@@ -54,6 +54,8 @@ static GATE: AtomicI32 = AtomicI32::new(0);
 const GATE_ENTRIES: i32 = 1;
 const GATE_EXITS: i32 = 2;
 const GATE_ALLOCATIONS: i32 = 4;
+/// monitors=on: the concurrency trampolines record (capture::sync).
+const GATE_SYNC: i32 = 8;
 
 /// What the instrumentation did, for the log and `status`.
 #[derive(Default)]
@@ -163,7 +165,7 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 6] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 10] = [
         (c"enter0", c"(I)V", enter as *mut c_void),
         (
             c"enterObject0",
@@ -186,8 +188,27 @@ fn bind(jni: Jni<'_>, class: jclass) {
             c"(Ljava/lang/Object;)V",
             allocated as *mut c_void,
         ),
+        (
+            c"sync0",
+            c"(ILjava/lang/Object;)Z",
+            super::sync::sync0 as *mut c_void,
+        ),
+        (
+            c"syncEnter0",
+            c"(I)V",
+            super::sync::sync_enter as *mut c_void,
+        ),
+        (
+            c"syncEnterObject0",
+            c"(Ljava/lang/Object;I)V",
+            super::sync::sync_enter_object as *mut c_void,
+        ),
+        (c"syncExit0", c"(I)V", super::sync::sync_exit as *mut c_void),
     ];
     if jni.register_natives(class, &natives) {
+        if let Some(p) = profiler::get() {
+            super::sync::trampoline_bound(p.jvmti, class);
+        }
         let _ = BOUND.set(jni.global_classes(&[class]));
         // A burst that began before the binding set GATE alone (set_gate needs BOUND).
         set_java_gate(jni, GATE.load(Ordering::SeqCst));
@@ -208,19 +229,21 @@ fn set_java_gate(jni: Jni<'_>, gate: i32) {
     };
     if let Some(&class) = BOUND.get().and_then(|c| c.as_slice().first()) {
         jni.set_static_int(class, c"gate", methods);
+        jni.set_static_int(class, c"syncGate", i32::from(gate & GATE_SYNC != 0));
     }
 }
 
-/// Sets the trampolines' gate for a burst that records `methods` and allocations or not
-/// (`Methods::Off` and false close it).
-pub fn set_gate(methods: Methods, alloc: bool) {
+/// Sets the trampolines' gate for a burst that records `methods`, allocations and concurrency
+/// events or not (`Methods::Off` and false close it).
+pub fn set_gate(methods: Methods, alloc: bool, sync: bool) {
     let methods = match methods {
         Methods::Off => 0,
         Methods::Entry => GATE_ENTRIES,
         Methods::On => GATE_ENTRIES | GATE_EXITS,
     };
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
-    let gate = methods | alloc;
+    let sync = if sync { GATE_SYNC } else { 0 };
+    let gate = methods | alloc | sync;
     GATE.store(gate, Ordering::SeqCst);
     if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
         if p.closed.load(Ordering::SeqCst) {
@@ -445,10 +468,21 @@ pub fn class_file_load(
     bytes: &[u8],
 ) -> Option<Vec<u8>> {
     let p = profiler::get()?;
-    if !READY.load(Ordering::SeqCst) || excluded(name) || !p.filter.traces(name) {
+    if !READY.load(Ordering::SeqCst) || name == TRAMPOLINE {
         return None; // not yet: retransformed at VM init instead
     }
-    let out = transform(p, name, bytes, redefined.is_null())?;
+    let synced = if p.options.monitors {
+        super::sync::hook_calls(p, name, bytes)
+    } else {
+        None
+    };
+    if !p.uses_bci() || excluded(name) || !p.filter.traces(name) {
+        return synced;
+    }
+    let bytes = synced.as_deref().unwrap_or(bytes);
+    let Some(out) = transform(p, name, bytes, redefined.is_null()) else {
+        return synced;
+    };
     let keys = BciKeys {
         base: out.base,
         methods: out.methods,

@@ -5,6 +5,7 @@
 
 pub mod bci;
 pub mod events;
+pub mod sync;
 
 use crate::profiler::Profiler;
 use jlive_writer::record::{MethodKey, RecordKind};

@@ -38,6 +38,10 @@ pub const EVENT_GARBAGE_COLLECTION_FINISH: u32 = 82;
 pub const EVENT_OBJECT_FREE: u32 = 83;
 pub const EVENT_VM_OBJECT_ALLOC: u32 = 84;
 pub const EVENT_SAMPLED_OBJECT_ALLOC: u32 = 86;
+pub const EVENT_MONITOR_WAIT: u32 = 73;
+pub const EVENT_MONITOR_WAITED: u32 = 74;
+pub const EVENT_MONITOR_CONTENDED_ENTER: u32 = 75;
+pub const EVENT_MONITOR_CONTENDED_ENTERED: u32 = 76;
 pub const EVENT_VIRTUAL_THREAD_START: u32 = 87;
 pub const EVENT_VIRTUAL_THREAD_END: u32 = 88;
 
@@ -54,6 +58,7 @@ pub const CLASS_STATUS_PRIMITIVE: jint = 32;
 /// Capability bit numbers, in the order of jvmtiCapabilities' bit fields.
 pub mod cap {
     pub const TAG_OBJECTS: u32 = 0;
+    pub const GET_MONITOR_INFO: u32 = 7;
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const ACCESS_LOCAL_VARIABLES: u32 = 14;
@@ -61,6 +66,7 @@ pub mod cap {
     pub const GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
     pub const GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const GENERATE_MONITOR_EVENTS: u32 = 28;
     pub const GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
     pub const GENERATE_OBJECT_FREE_EVENTS: u32 = 32;
@@ -583,6 +589,62 @@ impl Jvmti {
     }
 
     /// `this` of the frame at `depth`, or None for static and native frames.
+    /// The current thread (a local reference).
+    pub fn current_thread(&self) -> Option<jthread> {
+        let mut thread: jthread = ptr::null_mut();
+        call!(self, 18, (*mut jthread), &mut thread).ok()?;
+        (!thread.is_null()).then_some(thread)
+    }
+
+    /// An object's identity hash code (System.identityHashCode).
+    pub fn object_hash_code(&self, object: jobject) -> Option<u32> {
+        let mut hash: jint = 0;
+        call!(self, 58, (jobject, *mut jint), object, &mut hash).ok()?;
+        Some(hash as u32)
+    }
+
+    /// The thread that owns an object's monitor, if one does (a local reference).
+    pub fn monitor_owner(&self, object: jobject) -> Option<jthread> {
+        let mut usage = MonitorUsage {
+            owner: ptr::null_mut(),
+            entry_count: 0,
+            waiter_count: 0,
+            waiters: ptr::null_mut(),
+            notify_waiter_count: 0,
+            notify_waiters: ptr::null_mut(),
+        };
+        call!(self, 59, (jobject, *mut MonitorUsage), object, &mut usage).ok()?;
+        self.deallocate(usage.waiters);
+        self.deallocate(usage.notify_waiters);
+        (!usage.owner.is_null()).then_some(usage.owner)
+    }
+
+    pub fn method_declaring_class(&self, method: jmethodID) -> Option<jclass> {
+        let mut class: jclass = ptr::null_mut();
+        call!(self, 65, (jmethodID, *mut jclass), method, &mut class).ok()?;
+        (!class.is_null()).then_some(class)
+    }
+
+    /// The current thread's frames from `start` on, innermost first, at most `frames.len()`:
+    /// (method, bytecode index or -1). Returns how many were filled.
+    pub fn stack_trace(&self, start: jint, frames: &mut [FrameInfo]) -> usize {
+        let mut count: jint = 0;
+        let filled = call!(
+            self,
+            104,
+            (jthread, jint, jint, *mut FrameInfo, *mut jint),
+            ptr::null_mut(),
+            start,
+            frames.len() as jint,
+            frames.as_mut_ptr(),
+            &mut count
+        );
+        match filled {
+            Ok(()) => (count.max(0) as usize).min(frames.len()),
+            Err(_) => 0,
+        }
+    }
+
     pub fn local_instance(&self, thread: jthread, depth: jint) -> Option<jobject> {
         let mut object: jobject = ptr::null_mut();
         call!(
@@ -596,6 +658,34 @@ impl Jvmti {
         .ok()?;
         (!object.is_null()).then_some(object)
     }
+}
+
+/// jvmtiFrameInfo.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FrameInfo {
+    pub method: jmethodID,
+    pub location: jlong,
+}
+
+impl Default for FrameInfo {
+    fn default() -> Self {
+        FrameInfo {
+            method: ptr::null_mut(),
+            location: -1,
+        }
+    }
+}
+
+/// jvmtiMonitorUsage.
+#[repr(C)]
+struct MonitorUsage {
+    owner: jthread,
+    entry_count: jint,
+    waiter_count: jint,
+    waiters: *mut jthread,
+    notify_waiter_count: jint,
+    notify_waiters: *mut jthread,
 }
 
 /// jvmtiThreadInfo.

@@ -118,6 +118,9 @@ enum Ref {
 #[derive(Default)]
 struct Refs {
     refs: [Option<u16>; 13],
+    /// Thread's own methods hooked for monitors=on ([`hook_thread_methods`]): the entry and
+    /// exit calls and the gate are the concurrency ones.
+    sync: bool,
     /// The class's own Class constants (hash of the name, index), read once it is asked for
     /// a return type.
     classes: Option<Vec<(u64, u16)>>,
@@ -129,6 +132,12 @@ impl Refs {
             return Ok(index);
         }
         let index = match r {
+            Ref::Enter0 if self.sync => pool.add_method_ref(TRAMPOLINE, "syncEnter0", "(I)V"),
+            Ref::EnterObject0 if self.sync => {
+                pool.add_method_ref(TRAMPOLINE, "syncEnterObject0", "(Ljava/lang/Object;I)V")
+            }
+            Ref::Exit0 if self.sync => pool.add_method_ref(TRAMPOLINE, "syncExit0", "(I)V"),
+            Ref::Gate if self.sync => pool.add_field_ref(TRAMPOLINE, "syncGate", "I"),
             Ref::Enter => pool.add_method_ref(TRAMPOLINE, "enter", "(I)V"),
             Ref::EnterObject => {
                 pool.add_method_ref(TRAMPOLINE, "enterObject", "(Ljava/lang/Object;I)V")
@@ -347,6 +356,70 @@ pub fn instrument_with(
     cf.methods = methods;
     out.bytes = cf.write();
     Ok((out, base))
+}
+
+/// The methods of java/lang/Thread hooked for `monitors=on` and the key their entry and exit
+/// pass (the agent's `capture::sync` numbers them): start (1), join (2) and sleep (3) in
+/// every form that has code on this JDK. A call through a subclass's name reaches them too.
+pub fn thread_hook(name: &[u8], descriptor: &[u8]) -> Option<u32> {
+    match (name, descriptor) {
+        (b"start", b"()V") => Some(1),
+        (b"join", b"()V" | b"(J)V" | b"(JI)V" | b"(Ljava/time/Duration;)Z") => Some(2),
+        (b"sleep", b"(J)V" | b"(JI)V" | b"(Ljava/time/Duration;)V") => Some(3),
+        _ => None,
+    }
+}
+
+/// `monitors=on`: java/lang/Thread with the methods of [`thread_hook`] woven as every method
+/// is for method tracing, but calling `syncEnter0`/`syncEnterObject0` (with the receiver) and
+/// `syncExit0` with the hook's key, behind `JliveTrampoline.syncGate`, and unpadded. None when
+/// it has none of them.
+pub fn hook_thread_methods(class: &[u8]) -> Result<Option<Vec<u8>>> {
+    let mut cf = ClassFile::parse(class)?;
+    let mut refs = Refs {
+        sync: true,
+        ..Refs::default()
+    };
+    let mut scratch = Scratch::default();
+    let weave = Weave {
+        objects: true,
+        inlinable: true,
+        ..Weave::default()
+    };
+    let stack_maps = cf.major >= 50;
+    let mut methods = std::mem::take(&mut cf.methods);
+    let mut hooked = 0;
+    for m in methods.iter_mut() {
+        let Some(key) = thread_hook(cf.pool.utf8(m.name)?, cf.pool.utf8(m.descriptor)?) else {
+            continue;
+        };
+        let Some(at) = m
+            .attributes
+            .iter()
+            .position(|a| cf.pool.is_utf8(a.name, b"Code"))
+        else {
+            continue; // native (JDK 17's sleep(long)): its call sites are hooked instead
+        };
+        let method = MethodInfo {
+            is_static: m.access & ACC_STATIC != 0,
+            is_ctor: false,
+            descriptor: m.descriptor,
+            key,
+            stack_maps,
+        };
+        let (data, _) = rewrite(
+            &mut cf.pool,
+            &method,
+            &m.attributes[at].data,
+            &mut refs,
+            weave,
+            &mut scratch,
+        )?;
+        m.attributes[at].data = data.into();
+        hooked += 1;
+    }
+    cf.methods = methods;
+    Ok((hooked > 0).then(|| cf.write()))
 }
 
 /// Turns native method `m` into a wrapper and returns the renamed native to append.

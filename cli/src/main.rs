@@ -26,7 +26,10 @@ usage:
   jlive dump TRACE      one event per line, names resolved
   jlive check TRACE     verify a trace; exit 1 naming the offset (or line) of the first problem
   jlive stats [--top N] TRACE
-        events by type, threads, top methods by calls and by self time
+        events by type, threads, top methods by calls and by self time; with concurrency
+        events (format=orca), the most contended monitors and each thread's waits, joins
+        and sleeps
+  (an ORCA event log is read with its meta log, TRACE.meta, when there is one)
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
         thread's traced time; contexts under PERCENT (default 1) left out
@@ -110,13 +113,15 @@ fn main() -> ExitCode {
 
 /// A trace opened for reading: check, dump and stats decode it a chunk at a time, so that a
 /// trace of many gigabytes needs no more memory than a small one.
-fn open(path: &str) -> Result<std::fs::File, String> {
-    std::fs::File::open(path).map_err(|e| format!("cannot read {}: {}", path, e))
+/// A trace file to read (an ORCA event log with its meta log in front).
+fn open(path: &str) -> Result<Box<dyn std::io::Read + Send>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {}", path, e))?;
+    Ok(jlive_writer::orca::open_with_meta(path, file))
 }
 
 fn with_file(
     args: &[String],
-    f: fn(&str, std::fs::File) -> Result<u8, String>,
+    f: fn(&str, Box<dyn std::io::Read + Send>) -> Result<u8, String>,
 ) -> Result<u8, String> {
     match args {
         [path] => f(path, open(path)?),
@@ -124,7 +129,7 @@ fn with_file(
     }
 }
 
-fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
+fn dump(_path: &str, file: Box<dyn std::io::Read + Send>) -> Result<u8, String> {
     use std::fmt::Write as _;
     use std::io::Write;
     let mut events = read::open(file).map_err(|e| e.to_string())?;
@@ -168,18 +173,26 @@ fn dump(_path: &str, file: std::fs::File) -> Result<u8, String> {
     }
 }
 
-fn check_file(path: &str, file: std::fs::File) -> Result<u8, String> {
+fn check_file(path: &str, file: Box<dyn std::io::Read + Send>) -> Result<u8, String> {
     match check_reader(file) {
         Ok(s) => {
             out(&format!(
-                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects ({})\n",
+                "{}: ok: {} events, {} bursts, {} threads, {} classes, {} objects ({}){}\n",
                 path,
                 s.events,
                 s.bursts,
                 s.threads,
                 s.classes,
                 s.objects,
-                s.format.map_or("?", |f| f.name())
+                s.format.map_or("?", |f| f.name()),
+                if s.syncs > 0 {
+                    format!(
+                        "; {} concurrency events, every wait, join, sleep and contended enter ended but {} still open at the end",
+                        s.syncs, s.open_syncs
+                    )
+                } else {
+                    String::new()
+                }
             ));
             Ok(0)
         }
@@ -229,6 +242,15 @@ fn convert(args: &[String]) -> Result<u8, String> {
         )
     })?;
     let mut events = read::open(open(input)?).map_err(|e| format!("{}: {}", input, e))?;
+    if (events.format() == Format::Orca) != (format == Format::Orca) {
+        return Err(format!(
+            "{} is {} and {} would be {}: ORCA logs hold concurrency events only, which the other formats do not carry in this build",
+            input,
+            events.format().name(),
+            output,
+            format.name()
+        ));
+    }
     let info = events.info().clone();
     let options = FormatOptions {
         gzip: output.ends_with(jlive_writer::gzip::SUFFIX),

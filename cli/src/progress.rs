@@ -16,7 +16,7 @@ const EVERY: Duration = Duration::from_millis(250);
 
 /// A file being read, with its reading shown.
 pub struct Reading {
-    file: File,
+    file: Box<dyn Read + Send>,
     read: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
     shower: Option<JoinHandle<()>>,
@@ -38,7 +38,7 @@ impl Reading {
             None
         };
         Ok(Reading {
-            file,
+            file: jlive_writer::orca::open_with_meta(path, file),
             read,
             done,
             shower,

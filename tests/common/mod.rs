@@ -53,6 +53,9 @@ pub fn jdks() -> Vec<Jdk> {
 }
 
 mod agent_build;
+mod driven;
+#[allow(unused_imports)]
+pub use driven::*;
 
 /// target/<profile>/libjlive.so, next to the deps/ directory holding this test binary,
 /// built fresh by the first call.
@@ -251,7 +254,15 @@ pub fn traced(jdk: &Jdk, options: &str, args: &[&str]) -> (Run, Trace) {
 
 /// Reads a trace; it must pass the checker and decode whole.
 pub fn read_trace(file: &Path) -> Trace {
-    let data = std::fs::read(file).unwrap_or_else(|e| panic!("trace {}: {}", file.display(), e));
+    let opened =
+        std::fs::File::open(file).unwrap_or_else(|e| panic!("trace {}: {}", file.display(), e));
+    // An ORCA event log is read with its meta log in front.
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(
+        &mut jlive_writer::orca::open_with_meta(&file.to_string_lossy(), opened),
+        &mut data,
+    )
+    .expect("read trace");
     if let Err(e) = check(&data) {
         panic!("{} fails jlive check: {}", file.display(), e);
     }

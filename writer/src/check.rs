@@ -25,6 +25,10 @@ pub struct CheckSummary {
     pub threads: u64,
     pub classes: u64,
     pub objects: u64,
+    /// Concurrency events (`monitors=on`, ORCA), and the waits, joins, sleeps and contended
+    /// enters still open where the file ends (a thread may wait for ever).
+    pub syncs: u64,
+    pub open_syncs: u64,
 }
 
 /// Checks a whole file held in memory.
@@ -62,6 +66,8 @@ pub struct Checker {
     /// Each thread's last ticket: its entries in the file.
     tickets: HashMap<ThreadId, u32>,
     last_ticks: HashMap<ThreadId, u64>,
+    /// Each thread's open waits, joins, sleeps and contended enters: (kind, object).
+    syncs: HashMap<ThreadId, Vec<(SyncKind, u32)>>,
     in_burst: bool,
     summary: CheckSummary,
 }
@@ -85,6 +91,7 @@ impl Checker {
         self.summary.threads = self.threads.len() as u64;
         self.summary.classes = self.classes.len() as u64;
         self.summary.objects = self.objects.len() as u64;
+        self.summary.open_syncs = self.syncs.values().map(|s| s.len() as u64).sum();
         Ok(self.summary)
     }
 
@@ -103,6 +110,7 @@ impl Checker {
                 self.in_burst = true;
                 self.summary.bursts += 1;
                 self.stacks.clear();
+                self.syncs.clear();
                 return Ok(());
             }
             Event::BurstEnd { .. } => {
@@ -241,6 +249,7 @@ impl Checker {
             Event::ThreadEnd { thread, .. } => {
                 self.stacks.remove(thread);
             }
+            Event::Sync(s) => self.sync(at, s)?,
             Event::ContextEnter(c) => {
                 let methods = self.need_class(at, c.method.class)?;
                 if usize::from(c.method.index) >= methods {
@@ -272,6 +281,52 @@ impl Checker {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A concurrency event: its stack's methods defined; an end (Waited, Joined, Slept,
+    /// ContendedEntered) closes the thread's innermost open span, of its kind and object.
+    /// An end with nothing open is the first of its thread in a burst that began inside the
+    /// span; a span left open at the end is counted (a thread may wait for ever).
+    fn sync(&mut self, at: usize, s: &Sync) -> Result<(), DecodeError> {
+        self.summary.syncs += 1;
+        for f in &s.stack {
+            let methods = self.need_class(at, f.method.class)?;
+            if usize::from(f.method.index) >= methods {
+                let message = format!(
+                    "stack frame of method {} of class {} which has {} methods",
+                    f.method.index, f.method.class, methods
+                );
+                return self.fail(at, message);
+            }
+        }
+        let first = !self.syncs.contains_key(&s.thread);
+        let open = self.syncs.entry(s.thread).or_default();
+        if s.kind.end().is_some() {
+            open.push((s.kind, s.object));
+            return Ok(());
+        }
+        let begins = SyncKind::ALL.into_iter().find(|k| k.end() == Some(s.kind));
+        let Some(begin) = begins else {
+            return Ok(());
+        };
+        match open.pop() {
+            Some((kind, object)) if kind == begin && object == s.object => Ok(()),
+            None if first => Ok(()),
+            top => {
+                let top = match top {
+                    Some((kind, object)) => format!("{} {:08X}", kind.name(), object),
+                    None => "none".into(),
+                };
+                let message = format!(
+                    "{} {:08X} on thread {}, whose innermost open span is {}",
+                    s.kind.name(),
+                    s.object,
+                    s.thread,
+                    top
+                );
+                self.fail(at, message)
+            }
+        }
     }
 
     fn need_class(&self, at: usize, class: ClassId) -> Result<usize, DecodeError> {

@@ -6,6 +6,7 @@ use crate::gzip::{self, Out};
 use crate::jinsight::sink::big_endian;
 use crate::jinsight::JinsightSink;
 use crate::model::{Ending, Enter, Event, Leave, Sink, TraceInfo};
+use crate::orca::OrcaSink;
 use crate::record_tree::TreeSink;
 use crate::tptp::{self, TptpSink};
 use std::io;
@@ -18,12 +19,16 @@ pub enum Format {
     Tptp,
     /// Eclipse TPTP XML, `.trcxml`.
     TptpXml,
+    /// ORCA's event log FILE and meta log FILE.meta (concurrency events only), `.orca`
+    /// beside other formats.
+    Orca,
 }
 
 /// The values `format=` accepts, for messages.
-pub const FORMAT_NAMES: &str = "binary (or jinsight), tptp, tptp-xml";
+pub const FORMAT_NAMES: &str = "binary (or jinsight), tptp, tptp-xml, orca";
 
 impl Format {
+    /// The formats that write method traces (ORCA writes concurrency events only).
     pub const ALL: [Format; 3] = [Format::Jinsight, Format::Tptp, Format::TptpXml];
 
     /// The format of a `format=` value.
@@ -32,6 +37,7 @@ impl Format {
             "binary" | "jinsight" => Some(Format::Jinsight),
             "tptp" => Some(Format::Tptp),
             "tptp-xml" => Some(Format::TptpXml),
+            "orca" => Some(Format::Orca),
             _ => None,
         }
     }
@@ -42,6 +48,7 @@ impl Format {
             Format::Jinsight => "binary",
             Format::Tptp => "tptp",
             Format::TptpXml => "tptp-xml",
+            Format::Orca => "orca",
         }
     }
 
@@ -51,6 +58,7 @@ impl Format {
             Format::Jinsight => "trc",
             Format::Tptp => "trcbin",
             Format::TptpXml => "trcxml",
+            Format::Orca => "orca",
         }
     }
 
@@ -60,7 +68,10 @@ impl Format {
         let path = path.strip_suffix(crate::gzip::SUFFIX).unwrap_or(path);
         let name = path.rsplit('/').next().unwrap_or(path);
         let ext = name.rsplit_once('.')?.1;
-        Format::ALL.into_iter().find(|f| f.extension() == ext)
+        Format::ALL
+            .into_iter()
+            .chain([Format::Orca])
+            .find(|f| f.extension() == ext)
     }
 
     /// Whether it writes methods' line numbers (which the agent then asks the JVM for).
@@ -70,7 +81,7 @@ impl Format {
 
     /// Whether its files are text, whose positions are lines.
     pub fn is_text(self) -> bool {
-        self == Format::TptpXml
+        matches!(self, Format::TptpXml | Format::Orca)
     }
 
     /// The format of a file that starts with `prefix` (its first bytes, up to 8).
@@ -81,6 +92,8 @@ impl Format {
             Some(Format::Tptp)
         } else if tptp::xml::is_start(prefix) {
             Some(Format::TptpXml)
+        } else if crate::orca::is_start(prefix) {
+            Some(Format::Orca)
         } else {
             None
         }
@@ -114,6 +127,7 @@ pub enum FormatSink {
     JinsightBig(JinsightSink<Out, true>),
     Tptp(TptpSink<tptp::binary::Encoder<Out>>),
     TptpXml(TptpSink<tptp::xml::Encoder<Out>>),
+    Orca(OrcaSink),
 }
 
 /// What a sink needs beyond the run: JinsightLive's header platform (None: this machine's),
@@ -154,6 +168,7 @@ impl FormatSink {
             }
             Format::Tptp => FormatSink::Tptp(OpenSink::open(&formats, path, info, options)?),
             Format::TptpXml => FormatSink::TptpXml(OpenSink::open(&formats, path, info, options)?),
+            Format::Orca => FormatSink::Orca(OpenSink::open(&formats, path, info, options)?),
         })
     }
 }
@@ -165,6 +180,7 @@ macro_rules! each {
             FormatSink::JinsightBig($s) => $e,
             FormatSink::Tptp($s) => $e,
             FormatSink::TptpXml($s) => $e,
+            FormatSink::Orca($s) => $e,
         }
     };
 }
@@ -305,6 +321,12 @@ impl OpenSink for TptpSink<tptp::xml::Encoder<Out>> {
     }
 }
 
+impl OpenSink for OrcaSink {
+    fn open(_: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        OrcaSink::new(o.create(path)?, path, info, o.mode)
+    }
+}
+
 impl OpenSink for AnySink {
     fn open(
         formats: &[Format],
@@ -349,6 +371,7 @@ pub fn with_sink<F: WithSink>(formats: &[Format], options: FormatOptions, f: F) 
         [Format::Jinsight] => f.call::<JinsightSink<Out>>(),
         [Format::Tptp] => f.call::<TptpSink<tptp::binary::Encoder<Out>>>(),
         [Format::TptpXml] => f.call::<TptpSink<tptp::xml::Encoder<Out>>>(),
+        [Format::Orca] => f.call::<OrcaSink>(),
         _ => f.call::<AnySink>(),
     }
 }

@@ -10,7 +10,7 @@
 //! - One folder per format, each with its layout drawn at the top of its `mod.rs`: the sink
 //!   (model events into the format), the encoder and decoder of its bytes, and the way back
 //!   into model events. [`jinsight`]: JinsightLive binary; [`tptp`]: Eclipse TPTP, binary and
-//!   XML. [`format`] names them and opens the sink of a run's formats; [`file`] creates
+//!   XML; [`orca`]: ORCA's event and meta logs (concurrency events). [`format`] names them and opens the sink of a run's formats; [`file`] creates
 //!   their files.
 //! - [`record_tree`]: `record=tree`, a sink in front of a format's that turns method events
 //!   into each burst's calling-context trees.
@@ -29,6 +29,7 @@ pub mod gzip;
 pub mod jinsight;
 pub mod keyhash;
 pub mod model;
+pub mod orca;
 pub mod read;
 pub mod record;
 pub mod record_tree;

@@ -119,6 +119,8 @@ pub struct ThreadDef {
     pub ticks: u64,
     pub id: ThreadId,
     pub name: String,
+    /// The thread object's identity hash code (0 where the format does not carry it).
+    pub hash: u32,
     /// The thread's group and that group's parent (empty when unknown).
     pub group: String,
     pub parent: String,
@@ -204,6 +206,102 @@ pub struct Context {
     pub max_ticks: u64,
 }
 
+/// What a concurrency event is (`monitors=on`; ORCA's events, by their ORCA names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SyncKind {
+    /// Object.wait entered (any form; the wait inside Thread.join is not one).
+    #[default]
+    Wait,
+    Waited,
+    Notify,
+    NotifyAll,
+    /// Thread.start of the thread whose hash is the event's object.
+    Start,
+    /// Thread.join of the thread whose hash is the event's object, entered and left.
+    Join,
+    Joined,
+    Sleep,
+    Slept,
+    /// A monitor held by another thread (its owner), entered only after waiting.
+    ContendedEnter,
+    ContendedEntered,
+}
+
+impl SyncKind {
+    pub const ALL: [SyncKind; 11] = [
+        SyncKind::Wait,
+        SyncKind::Waited,
+        SyncKind::Notify,
+        SyncKind::NotifyAll,
+        SyncKind::Start,
+        SyncKind::Join,
+        SyncKind::Joined,
+        SyncKind::Sleep,
+        SyncKind::Slept,
+        SyncKind::ContendedEnter,
+        SyncKind::ContendedEntered,
+    ];
+
+    /// ORCA's name of the event.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncKind::Wait => "ObjectWait",
+            SyncKind::Waited => "ObjectWaited",
+            SyncKind::Notify => "ObjectNotify",
+            SyncKind::NotifyAll => "ObjectNotifyAll",
+            SyncKind::Start => "ThreadStart",
+            SyncKind::Join => "ThreadJoin",
+            SyncKind::Joined => "ThreadJoined",
+            SyncKind::Sleep => "ThreadSleep",
+            SyncKind::Slept => "ThreadSlept",
+            SyncKind::ContendedEnter => "MonitorContendedEnter",
+            SyncKind::ContendedEntered => "MonitorContendedEntered",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<SyncKind> {
+        SyncKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The event that ends the span this one begins (a wait's waited...), if it begins one.
+    pub fn end(self) -> Option<SyncKind> {
+        match self {
+            SyncKind::Wait => Some(SyncKind::Waited),
+            SyncKind::Join => Some(SyncKind::Joined),
+            SyncKind::Sleep => Some(SyncKind::Slept),
+            SyncKind::ContendedEnter => Some(SyncKind::ContendedEntered),
+            _ => None,
+        }
+    }
+
+    /// Whether the event names an object or thread (a sleep names none).
+    pub fn has_object(self) -> bool {
+        !matches!(self, SyncKind::Sleep | SyncKind::Slept)
+    }
+}
+
+/// A frame of a stack: its method and bytecode index (-1 in a native method).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub method: MethodId,
+    pub location: i64,
+}
+
+/// A concurrency event of a thread, with the thread's stack when it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sync {
+    pub ticks: u64,
+    pub thread: ThreadId,
+    pub kind: SyncKind,
+    /// Identity hash codes: the thread's, the object's (monitor, or thread started or
+    /// joined; 0 for none) and a contended monitor's owner's (0 when it had none by then).
+    pub thread_hash: u32,
+    pub object: u32,
+    pub owner: u32,
+    /// Innermost frame first.
+    pub stack: Vec<Frame>,
+}
+
 /// One event of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -270,6 +368,8 @@ pub enum Event {
         ticks: u64,
         text: String,
     },
+    /// A wait, notify, thread start, join or sleep, or a contended monitor (`monitors=on`).
+    Sync(Box<Sync>),
 }
 
 impl Event {
@@ -294,6 +394,7 @@ impl Event {
             Event::GcStart { .. } => "GC_START",
             Event::GcFinish { .. } => "GC_FINISH",
             Event::UserEvent { .. } => "USER_EVENT",
+            Event::Sync(_) => "SYNC",
         }
     }
 
@@ -316,6 +417,7 @@ impl Event {
             Event::MethodLeave(l) => l.ticks,
             Event::ContextEnter(c) => c.ticks,
             Event::ContextLeave { ticks, .. } => *ticks,
+            Event::Sync(s) => s.ticks,
         }
     }
 
@@ -339,6 +441,7 @@ impl Event {
             Event::MethodLeave(l) => &mut l.ticks,
             Event::ContextEnter(c) => &mut c.ticks,
             Event::ContextLeave { ticks, .. } => ticks,
+            Event::Sync(s) => &mut s.ticks,
         }
     }
 
@@ -353,6 +456,7 @@ impl Event {
             Event::MethodLeave(l) => Some(l.thread),
             Event::ContextEnter(c) => Some(c.thread),
             Event::ContextLeave { thread, .. } => Some(*thread),
+            Event::Sync(s) => Some(s.thread),
             _ => None,
         }
     }

@@ -112,7 +112,7 @@ pub fn sniff<'a>(mut reader: impl Read + 'a) -> Result<(Format, impl Read + 'a),
             0,
             format!(
                 "not a trace jlive reads (its {}bytes start {:02x?}): JinsightLive starts \
-                 with 'b', TPTP binary with 0TBF, TPTP XML with <?xml",
+                 with 'b', TPTP binary with 0TBF, TPTP XML with <?xml, an ORCA event log with a time",
                 compressed,
                 &prefix[..got]
             ),
@@ -130,6 +130,7 @@ pub fn open<'a>(reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, Dec
         (Format::Jinsight, whole) => Ok(Box::new(crate::jinsight::read::Reader::new(whole)?)),
         (Format::Tptp, whole) => Ok(Box::new(crate::tptp::binary::reader(whole)?)),
         (Format::TptpXml, whole) => Ok(Box::new(crate::tptp::xml::reader(whole)?)),
+        (Format::Orca, whole) => Ok(Box::new(crate::orca::read::reader(whole)?)),
     }
 }
 
@@ -390,6 +391,21 @@ impl Trace {
             }
             Event::Free { object, .. } => write!(out, "object={}", object),
             Event::UserEvent { text, .. } => write!(out, "{:?}", text),
+            Event::Sync(s) => {
+                write!(out, "thread={} {}", s.thread, s.kind.name())?;
+                if s.kind.has_object() {
+                    write!(out, " object={:08X}", s.object)?;
+                }
+                if s.kind == crate::model::SyncKind::ContendedEnter {
+                    write!(out, " owner={:08X}", s.owner)?;
+                }
+                write!(out, " stack=[")?;
+                for (i, f) in s.stack.iter().enumerate() {
+                    let sep = if i > 0 { ", " } else { "" };
+                    write!(out, "{}{}@{}", sep, self.method_label(f.method), f.location)?;
+                }
+                write!(out, "]")
+            }
         }
     }
 

@@ -82,6 +82,8 @@ pub enum RecordKind {
     /// `overflow=drop`: the thread's method records from here were dropped (the writer was
     /// behind): `key` entries, `arg` exits. See [`drop_records`].
     Lost,
+    /// A concurrency event (`monitors=on`): `key` = its details (see [`Symbols::sync`]).
+    Sync,
 }
 
 /// One raw event as recorded on a JVM thread.
@@ -111,7 +113,7 @@ impl RecordKind {
     /// The kind whose discriminant is `v` (a wide slot's payload); None for no kind.
     pub fn from_u8(v: u8) -> Option<RecordKind> {
         use RecordKind::*;
-        const KINDS: [RecordKind; 15] = [
+        const KINDS: [RecordKind; 16] = [
             None,
             MethodEntry,
             MethodExit,
@@ -127,6 +129,7 @@ impl RecordKind {
             Mount,
             Unmount,
             Lost,
+            Sync,
         ];
         KINDS.get(usize::from(v)).copied()
     }
@@ -292,6 +295,8 @@ pub enum ArrayKind {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadInfo {
     pub name: String,
+    /// The thread object's identity hash code (0 when unknown).
+    pub hash: u32,
     /// Its thread group's name and that group's parent's (empty when unknown).
     pub group: String,
     pub parent: String,
@@ -304,6 +309,19 @@ pub struct MethodRef {
     pub index: u16,
 }
 
+/// What a [`RecordKind::Sync`] record stands for, kept by the agent until the writer takes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncInfo {
+    pub kind: crate::model::SyncKind,
+    /// Identity hash codes: the recording thread's, the object's (the monitor, or the thread
+    /// started or joined; 0 for none) and, for a contended enter, the monitor's owner's.
+    pub thread_hash: u32,
+    pub object_hash: u32,
+    pub owner_hash: u32,
+    /// The stack, innermost frame first: each frame's method and bytecode index (-1 native).
+    pub frames: Vec<(MethodRef, i64)>,
+}
+
 /// The writer's view of the agent's registry. Lookups may take a lock; the writer caches.
 pub trait Symbols: Send + Sync {
     fn method(&self, key: MethodKey) -> Option<MethodRef>;
@@ -312,6 +330,10 @@ pub trait Symbols: Send + Sync {
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo>;
     /// The text of a user event recorded on a thread, taken once.
     fn message(&self, _key: u64) -> Option<String> {
+        None
+    }
+    /// The details of a concurrency event recorded on a thread, taken once.
+    fn sync(&self, _key: u64) -> Option<SyncInfo> {
         None
     }
     /// A thread ended and was written: the writer will not ask for it again (what keeps the
@@ -406,7 +428,7 @@ mod tests {
     #[test]
     fn records_come_back_from_their_slots() {
         let mut records = Vec::new();
-        for v in 1..=14u8 {
+        for v in 1..=15u8 {
             let kind = RecordKind::from_u8(v).unwrap();
             records.push(Record::new(kind, 100 + u64::from(v), 7, NO_OBJECT, 9));
             records.push(Record::new(kind, u64::MAX - 1, 1 << 40, 5, 9));
@@ -420,9 +442,9 @@ mod tests {
         }
         assert_eq!(batch.records().collect::<Vec<_>>(), records);
         // One slot: the entries of keys 7 and 2^28 - 1 (with any receiver) and the exit of
-        // key 2^28 - 1 (the only exit without an argument); the other 67 take two.
-        assert_eq!(batch.slots.len(), 3 + 2 * 67);
-        assert_eq!(RecordKind::from_u8(15), None);
+        // key 2^28 - 1 (the only exit without an argument); the other 72 take two.
+        assert_eq!(batch.slots.len(), 3 + 2 * 72);
+        assert_eq!(RecordKind::from_u8(16), None);
     }
 
     /// Dropping keeps what the writer needs to follow threads and objects, in order, and

@@ -82,6 +82,9 @@ struct ThreadState {
     mounted: Option<ThreadKey>,
     /// The thread ended: its state is dropped once it is no longer the current one.
     ended: bool,
+    /// The threads its open Thread.join calls wait for (the agent sees a join's end without
+    /// its receiver).
+    joins: Vec<u32>,
 }
 
 impl ThreadState {
@@ -93,6 +96,7 @@ impl ThreadState {
             && self.depth == 0
             && self.tickets == 0
             && self.mounted.is_none()
+            && self.joins.is_empty()
     }
 
     /// Counts an entry (a traced method goes one deeper and takes the next ticket) and, with
@@ -641,6 +645,7 @@ impl<S: Sink> Resolver<S> {
                 None => Ok(()),
             },
             RecordKind::Lost => self.lost(thread, r),
+            RecordKind::Sync => self.sync(thread, r),
             // The receiver of a constructor whose entry was dropped (overflow=drop): defined
             // here, as the entry would have (a bound receiver already is).
             RecordKind::ObjectBound => {
@@ -652,6 +657,50 @@ impl<S: Sink> Resolver<S> {
             // Mount and Unmount are followed by `batch_slots`.
             RecordKind::None | RecordKind::Mount | RecordKind::Unmount => Ok(()),
         }
+    }
+
+    /// A concurrency event: its stack's classes are defined first (every class, traced or not:
+    /// a stack shows where the thread was).
+    fn sync(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        let Some(info) = self.symbols.sync(r.key) else {
+            return Ok(());
+        };
+        let id = self.thread_id(thread, r.ticks)?;
+        let mut object = info.object_hash;
+        match info.kind {
+            SyncKind::Join => self.state(thread).joins.push(object),
+            SyncKind::Joined => object = self.state(thread).joins.pop().unwrap_or(object),
+            _ => {}
+        }
+        let mut stack = Vec::with_capacity(info.frames.len());
+        for (m, location) in info.frames {
+            let slot = self.class_slot(m.class, r.ticks)?;
+            if let Some(ClassSlot {
+                id: Some(class),
+                methods,
+                ..
+            }) = slot
+            {
+                if usize::from(m.index) < methods {
+                    stack.push(model::Frame {
+                        method: MethodId {
+                            class,
+                            index: m.index,
+                        },
+                        location,
+                    });
+                }
+            }
+        }
+        self.emit(Event::Sync(Box::new(model::Sync {
+            ticks: r.ticks,
+            thread: id,
+            kind: info.kind,
+            thread_hash: info.thread_hash,
+            object,
+            owner: info.owner_hash,
+            stack,
+        })))
     }
 
     /// Method records of `thread` were dropped (overflow=drop): a user event says how many,
@@ -939,6 +988,7 @@ impl<S: Sink> Resolver<S> {
             ticks,
             id,
             name: info.name,
+            hash: info.hash,
             group: info.group,
             parent: info.parent,
         })))?;

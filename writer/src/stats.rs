@@ -1,7 +1,7 @@
 //! What `jlive stats` prints, from the model events of a trace of any format: events by type,
 //! per-thread calls, and the top methods by calls and by self time.
 
-use crate::model::{Event, MethodId, ThreadId};
+use crate::model::{Event, MethodId, Sync, SyncKind, ThreadId};
 use crate::read::{DecodeError, Trace};
 use crate::resolve::LOST_PREFIX;
 use std::collections::{BTreeMap, HashMap};
@@ -32,6 +32,21 @@ pub struct Stats {
     pub dropped: (u64, u64, u64),
     /// The format the trace was read in.
     pub format: Option<crate::format::Format>,
+    /// Concurrency events (`monitors=on`, ORCA): the most contended monitors first.
+    pub monitors: Vec<MonitorStats>,
+    /// Per thread: (ID, name, waits, joins, sleeps, ticks waiting, joining, sleeping and
+    /// blocked on monitors).
+    pub blocking: Vec<(ThreadId, String, [u64; 3], u64)>,
+}
+
+/// A contended monitor: its hash code, contentions, ticks its threads were blocked, and the
+/// stack that contended most often with its count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MonitorStats {
+    pub hash: u32,
+    pub contentions: u64,
+    pub blocked_ticks: u64,
+    pub top_stack: (String, u64),
 }
 
 struct Open {
@@ -40,6 +55,9 @@ struct Open {
     children: u64,
 }
 
+/// A monitor's contentions, blocked ticks and the stacks of its contended enters.
+type MonitorTally = (u64, u64, HashMap<Vec<MethodId>, u64>);
+
 /// What [`Stats`] counts while the events go by, before names are resolved.
 #[derive(Default)]
 struct Tally {
@@ -47,6 +65,12 @@ struct Tally {
     entries: HashMap<ThreadId, u64>,
     methods: HashMap<MethodId, (u64, u64)>,
     stacks: HashMap<ThreadId, Vec<Open>>,
+    /// Open waits, joins, sleeps and contended enters: (kind, object, ticks).
+    spans: HashMap<ThreadId, Vec<(SyncKind, u32, u64)>>,
+    /// Per thread: waits, joins, sleeps; ticks spent in them.
+    blocking: HashMap<ThreadId, ([u64; 3], u64)>,
+    /// Per monitor: contentions, blocked ticks, stacks of its contended enters.
+    monitors: HashMap<u32, MonitorTally>,
 }
 
 impl Tally {
@@ -90,6 +114,7 @@ impl Tally {
                 m.0 += c.calls;
                 m.1 += c.base_ticks;
             }
+            Event::Sync(s) => self.sync(s),
             Event::MethodLeave(l) => {
                 let stack = self.stacks.entry(l.thread).or_default();
                 if let Some(open) = stack.pop() {
@@ -105,14 +130,72 @@ impl Tally {
         }
     }
 
+    fn sync(&mut self, s: &Sync) {
+        let counts = &mut self.blocking.entry(s.thread).or_default().0;
+        match s.kind {
+            SyncKind::Wait => counts[0] += 1,
+            SyncKind::Join => counts[1] += 1,
+            SyncKind::Sleep => counts[2] += 1,
+            SyncKind::ContendedEnter => {
+                let m = self.monitors.entry(s.object).or_default();
+                m.0 += 1;
+                let stack = s.stack.iter().map(|f| f.method).collect();
+                *m.2.entry(stack).or_insert(0) += 1;
+            }
+            _ => {}
+        }
+        let spans = self.spans.entry(s.thread).or_default();
+        if s.kind.end().is_some() {
+            spans.push((s.kind, s.object, s.ticks));
+        } else if let Some(&(kind, object, since)) = spans.last() {
+            if kind.end() == Some(s.kind) && object == s.object {
+                spans.pop();
+                let ticks = s.ticks.saturating_sub(since);
+                self.blocking.entry(s.thread).or_default().1 += ticks;
+                if kind == SyncKind::ContendedEnter {
+                    self.monitors.entry(object).or_default().1 += ticks;
+                }
+            }
+        }
+    }
+
     /// The stats, with the names `names` holds.
     fn finish(self, names: &Trace) -> Stats {
         let Tally {
             mut stats,
             entries,
             methods,
+            blocking,
+            monitors,
             ..
         } = self;
+        let mut monitors: Vec<MonitorStats> = monitors
+            .into_iter()
+            .map(|(hash, (contentions, blocked_ticks, stacks))| {
+                let top = stacks
+                    .into_iter()
+                    .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+                let top_stack = top.map_or((String::new(), 0), |(stack, n)| {
+                    let frames: Vec<String> =
+                        stack.iter().map(|&m| names.method_label(m)).collect();
+                    (frames.join(" < "), n)
+                });
+                MonitorStats {
+                    hash,
+                    contentions,
+                    blocked_ticks,
+                    top_stack,
+                }
+            })
+            .collect();
+        monitors.sort_by(|a, b| b.contentions.cmp(&a.contentions).then(a.hash.cmp(&b.hash)));
+        stats.monitors = monitors;
+        let mut blocking: Vec<(ThreadId, String, [u64; 3], u64)> = blocking
+            .into_iter()
+            .map(|(t, (counts, ticks))| (t, names.thread_name(t), counts, ticks))
+            .collect();
+        blocking.sort();
+        stats.blocking = blocking;
         stats.ticks_per_microsecond = names.info.ticks_per_microsecond;
         stats.format = Some(names.format);
         let mut threads: Vec<(ThreadId, String, u64)> = names
@@ -205,6 +288,36 @@ impl Stats {
         let _ = writeln!(out, "\ntop methods by calls:");
         for m in by_calls.iter().take(top) {
             let _ = writeln!(out, "  {:>12}  {}", m.calls, m.name);
+        }
+        if !self.monitors.is_empty() || !self.blocking.is_empty() {
+            let _ = writeln!(out, "\nmost contended monitors:");
+            for m in self.monitors.iter().take(top) {
+                let _ = writeln!(
+                    out,
+                    "  {:08X} {:>8} contentions {:>12.3} ms blocked; most from ({}x): {}",
+                    m.hash,
+                    m.contentions,
+                    m.blocked_ticks as f64 / tpu / 1000.0,
+                    m.top_stack.1,
+                    m.top_stack.0
+                );
+            }
+            let _ = writeln!(
+                out,
+                "\nwaits, joins and sleeps per thread (time in them and blocked on monitors):"
+            );
+            for (id, name, [waits, joins, sleeps], ticks) in &self.blocking {
+                let _ = writeln!(
+                    out,
+                    "  {:>4} {:<32} {:>8} waits {:>6} joins {:>6} sleeps {:>12.3} ms",
+                    id,
+                    name,
+                    waits,
+                    joins,
+                    sleeps,
+                    *ticks as f64 / tpu / 1000.0
+                );
+            }
         }
         let mut by_self = self.methods.clone();
         by_self.sort_by(|a, b| b.self_ticks.cmp(&a.self_ticks).then(a.name.cmp(&b.name)));

@@ -89,6 +89,7 @@ impl Symbols for Fixture {
             name: format!("worker-{}", key),
             group: "main".into(),
             parent: "system".into(),
+            ..ThreadInfo::default()
         })
     }
 }
@@ -166,6 +167,7 @@ fn write_with(
     let out = Cursor::new(Vec::new());
     let info = info();
     match format {
+        Format::Orca => unreachable!("ORCA is not among Format::ALL"),
         Format::Jinsight if jinsight::sink::big_endian(Some(platform)) => {
             let sink = JinsightSink::<_, true>::new(out, &info, Some(platform)).unwrap();
             resolve(sink, symbols, config, batches)
@@ -375,6 +377,7 @@ fn convert(data: &[u8], format: Format) -> Vec<u8> {
     let info = events.info().clone();
     let out = Cursor::new(Vec::new());
     match format {
+        Format::Orca => unreachable!("ORCA is not among Format::ALL"),
         Format::Jinsight => {
             let mut sink = JinsightSink::<_, false>::new(out, &info, None).unwrap();
             read::copy(&mut *events, &mut sink).unwrap();
@@ -579,6 +582,7 @@ fn check_rejects_truncated_flipped_and_empty_files_of_every_format() {
         }
         let at = first_entry(&data);
         match format {
+            Format::Orca => unreachable!("ORCA is not among Format::ALL"),
             Format::Jinsight => {
                 // An unknown code where the first METHOD_ENTER was.
                 let mut bad = data.clone();
@@ -1140,6 +1144,7 @@ fn lengths_and_ids_from_a_file_are_bounded() {
         let info = events.info().clone();
         let out = Cursor::new(Vec::new());
         let result = match to {
+            Format::Orca => unreachable!("ORCA is not among Format::ALL"),
             Format::Jinsight => {
                 let mut sink = JinsightSink::<_, false>::new(out, &info, None).unwrap();
                 read::copy(&mut *events, &mut sink).map(|_| ())

@@ -29,7 +29,10 @@ import jdk.internal.vm.annotation.DontInline;
  */
 public final class JliveTrampoline {
     /** Gate bits (libjlive's capture::bci::GATE_*). */
-    private static final int ENTRIES = 1, EXITS = 2, ALLOCATIONS = 4;
+    private static final int ENTRIES = 1, EXITS = 2, ALLOCATIONS = 4, SYNC = 8;
+
+    /** What {@link #sync0} records (libjlive's capture::sync::trampoline_kind). */
+    private static final int NOTIFY = 1, NOTIFY_ALL = 2, SLEEP = 6, SLEPT = 7;
 
     private static final Unsafe U = Unsafe.getUnsafe();
     /** The gate's native address, from {@link #bind}. */
@@ -113,4 +116,63 @@ public final class JliveTrampoline {
     public static native void exit0(int key);
 
     private static native void allocated0(Object object);
+
+    /**
+     * 1 while a burst records concurrency events (monitors=on): Thread's start, join and sleep
+     * methods, woven like traced methods, call {@link #syncEnterObject0} (or
+     * {@link #syncEnter0}) and {@link #syncExit0} unless it is 0.
+     */
+    public static int syncGate;
+
+    public static native void syncEnter0(int hook);
+
+    public static native void syncEnterObject0(Object thread, int hook);
+
+    public static native void syncExit0(int hook);
+
+    // monitors=on: the call sites of Object.notify/notifyAll and Thread.sleep call these
+    // instead (same stack effect: the receiver is the first argument). Each records only
+    // while libjlive's gate has SYNC, and records the end of a sleep only if it recorded its
+    // beginning; libjlive takes the stack below these frames, and a call nested in another
+    // recorded one (a sleep inside Thread.sleep(long, int)) is not recorded again.
+
+    public static void notify(Object o) {
+        o.notify();
+        if ((U.getIntVolatile(null, GATE) & SYNC) != 0) {
+            sync0(NOTIFY, o);
+        }
+    }
+
+    public static void notifyAll(Object o) {
+        o.notifyAll();
+        if ((U.getIntVolatile(null, GATE) & SYNC) != 0) {
+            sync0(NOTIFY_ALL, o);
+        }
+    }
+
+
+    public static void sleep(long millis) throws InterruptedException {
+        boolean on = (U.getIntVolatile(null, GATE) & SYNC) != 0 && sync0(SLEEP, null);
+        try {
+            Thread.sleep(millis);
+        } finally {
+            if (on) {
+                sync0(SLEPT, null);
+            }
+        }
+    }
+
+    public static void sleep(long millis, int nanos) throws InterruptedException {
+        boolean on = (U.getIntVolatile(null, GATE) & SYNC) != 0 && sync0(SLEEP, null);
+        try {
+            Thread.sleep(millis, nanos);
+        } finally {
+            if (on) {
+                sync0(SLEPT, null);
+            }
+        }
+    }
+
+    /** Records a concurrency event of this thread on {@code o}; true if it did. */
+    private static native boolean sync0(int kind, Object o);
 }

@@ -271,8 +271,7 @@ mod tests {
                 ticks: 0,
                 id,
                 name: name.into(),
-                group: String::new(),
-                parent: String::new(),
+                ..ThreadDef::default()
             };
             s.thread(&names, &t).unwrap();
         }

@@ -122,7 +122,8 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
     fn event(&mut self, event: &model::Event) -> io::Result<()> {
         use model::Event as M;
         let e = match event {
-            M::VmInit { .. } | M::VmDeath { .. } => return Ok(()),
+            // Concurrency events reach only ORCA in this build (options refuse monitors=on).
+            M::VmInit { .. } | M::VmDeath { .. } | M::Sync(_) => return Ok(()),
             M::ContextEnter(_) | M::ContextLeave { .. } => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,

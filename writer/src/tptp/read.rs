@@ -323,6 +323,7 @@ impl Translator {
                 ticks,
                 id: thread,
                 name: m.text("threadName").to_string(),
+                hash: 0,
                 group: m.text("groupName").to_string(),
                 parent: m.text("parentName").to_string(),
             };

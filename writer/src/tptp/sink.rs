@@ -295,6 +295,8 @@ impl<E: Encode> TptpSink<E> {
 impl<E: Encode> Sink for TptpSink<E> {
     fn event(&mut self, event: &Event) -> io::Result<()> {
         let m = match event {
+            // Concurrency events reach only ORCA in this build (options refuse monitors=on).
+            Event::Sync(_) => return Ok(()),
             Event::VmInit { ticks } => Message::new(&RUNTIME_INIT_DONE).long("time", *ticks),
             Event::VmDeath { ticks } => Message::new(&RUNTIME_SHUTDOWN).long("time", *ticks),
             Event::BurstBegin { ticks, burst } => {

@@ -1,0 +1,440 @@
+//! `monitors=on` (always on for format=orca): where a concurrency event becomes a record.
+//!
+//! - Object.wait and monitor contention: JVMTI MonitorWait/MonitorWaited and
+//!   MonitorContendedEnter/MonitorContendedEntered, on the thread that waits or blocks. The
+//!   owner of a contended monitor is asked of the JVM at once (GetObjectMonitorUsage); one
+//!   that let go meanwhile is no owner (00000000).
+//! - Thread.start, join and sleep: java/lang/Thread's own methods call [`sync_enter_object`] /
+//!   [`sync_enter`] and [`sync_exit`] (`jlive_bci::rewrite::hook_thread_methods`; Thread is
+//!   retransformed at VM init), whatever name the call went through.
+//! - Object.notify/notifyAll, and JDK 17's native Thread.sleep(long): their call sites call
+//!   JliveTrampoline (`jlive_bci::sync`), whose `sync0` lands in [`sync0`].
+//! - An event with a hooked Thread method or a trampoline below it in the stack is part of a
+//!   recorded call and is not recorded: the wait inside a join, join() calling join(0), a
+//!   sleep inside Thread.sleep(long, int).
+//!
+//! Each event takes the thread's stack (up to [`MAX_FRAMES`] frames, below the trampoline's
+//! own) and identity hash codes; the details wait in the registry ([`Registry::put_sync`])
+//! and the thread's buffer gets one record that points to them. None of this is on a method's
+//! hot path: these calls block or wake threads anyway.
+
+use crate::callbacks::{attach_java_thread, guard};
+use crate::classes::Classes;
+use crate::clock;
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::{jthread, jvmtiEnv, FrameInfo, Jvmti};
+use crate::profiler::{self, Profiler};
+use jlive_writer::model::SyncKind;
+use jlive_writer::record::{MethodRef, RecordKind, Symbols, SyncInfo};
+use jni_sys::{jboolean, jclass, jint, jlong, jmethodID, jobject, JNIEnv};
+use std::sync::OnceLock;
+
+/// The deepest stack an event carries.
+pub const MAX_FRAMES: usize = 128;
+
+/// JliveTrampoline's methods: a frame of one of them below an event means the event happens
+/// inside a recorded call (set when the trampolines are bound).
+static TRAMPOLINE_METHODS: OnceLock<Vec<usize>> = OnceLock::new();
+
+/// Remembers JliveTrampoline's methods (from `bind`).
+pub fn trampoline_bound(jvmti: Jvmti, class: jclass) {
+    let methods = jvmti.class_methods(class).unwrap_or_default();
+    let _ = TRAMPOLINE_METHODS.set(methods.into_iter().map(|m| m as usize).collect());
+}
+
+fn is_trampoline(method: jmethodID) -> bool {
+    TRAMPOLINE_METHODS
+        .get()
+        .is_some_and(|m| m.contains(&(method as usize)))
+}
+
+/// The kinds `JliveTrampoline.sync0` passes (its NOTIFY..SLEPT).
+fn trampoline_kind(kind: jint) -> Option<SyncKind> {
+    Some(match kind {
+        1 => SyncKind::Notify,
+        2 => SyncKind::NotifyAll,
+        3 => SyncKind::Start,
+        4 => SyncKind::Join,
+        5 => SyncKind::Joined,
+        6 => SyncKind::Sleep,
+        7 => SyncKind::Slept,
+        _ => return None,
+    })
+}
+
+/// Records one event of the current thread on `object` (a monitor, or the thread started or
+/// joined); `skip` frames on top of the stack are jlive's. False when nothing was recorded.
+fn record(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    kind: SyncKind,
+    object: jobject,
+    skip: jint,
+) -> bool {
+    if !p.hub.is_tracing() {
+        return false;
+    }
+    let ticks = clock::ticks();
+    let Some(jni) = Jni::from_callback(jni) else {
+        return false;
+    };
+    let mut frames = [FrameInfo::default(); MAX_FRAMES];
+    let n = jvmti.stack_trace(skip, &mut frames);
+    if frames[..n].iter().any(|f| is_trampoline(f.method)) {
+        return false;
+    }
+    let _frame = jni.local_frame(8);
+    let classes = Classes {
+        jvmti,
+        jni,
+        registry: &p.registry,
+    };
+    let mut stack = Vec::with_capacity(n);
+    for f in &frames[..n] {
+        if let Some(m) = frame_method(p, &classes, f.method) {
+            if is_thread_hook(p, m) {
+                return false;
+            }
+            stack.push((m, f.location));
+        }
+    }
+    let hash = |o: jobject| {
+        if o.is_null() {
+            0
+        } else {
+            jvmti.object_hash_code(o).unwrap_or(0)
+        }
+    };
+    // HotSpot sends MonitorWaited, without a MonitorWait, after a wait of its own: a thread
+    // that waited for another to initialize a class. Only Object.wait's count.
+    if kind == SyncKind::Waited && !stack.first().is_some_and(|&(m, _)| is_object_wait(p, m)) {
+        return false;
+    }
+    let thread_hash = jvmti.current_thread().map_or(0, hash);
+    let owner_hash = if kind == SyncKind::ContendedEnter {
+        jvmti.monitor_owner(object).map_or(0, hash)
+    } else {
+        0
+    };
+    let info = SyncInfo {
+        kind,
+        thread_hash,
+        object_hash: hash(object),
+        owner_hash,
+        frames: stack,
+    };
+    let Some(b) = p
+        .hub
+        .current_or(|| attach_java_thread(p, jvmti, std::ptr::null_mut()))
+    else {
+        return false;
+    };
+    let key = p.registry.put_sync(info);
+    b.append(&p.hub, RecordKind::Sync, ticks, key, 0, Some(0), true);
+    true
+}
+
+/// Whether a frame's method is Object.wait (any form, wait0 on JDK 21+).
+fn is_object_wait(p: &Profiler, m: MethodRef) -> bool {
+    p.registry.class(m.class).is_some_and(|class| {
+        class.name == "java/lang/Object"
+            && class
+                .methods
+                .get(usize::from(m.index))
+                .is_some_and(|d| d.name.starts_with("wait"))
+    })
+}
+
+/// Whether a frame's method is one of java/lang/Thread's hooked methods.
+fn is_thread_hook(p: &Profiler, m: MethodRef) -> bool {
+    let Some(class) = p.registry.class(m.class) else {
+        return false;
+    };
+    class.name == "java/lang/Thread"
+        && class.methods.get(usize::from(m.index)).is_some_and(|d| {
+            jlive_bci::rewrite::thread_hook(d.name.as_bytes(), d.signature.as_bytes()).is_some()
+        })
+}
+
+/// A frame's method as the registry knows it (its class registered on first sight).
+fn frame_method(p: &Profiler, classes: &Classes, method: jmethodID) -> Option<MethodRef> {
+    if let Some(m) = p.registry.frame_method(method as u64) {
+        return Some(m);
+    }
+    let class = classes.jvmti.method_declaring_class(method)?;
+    let key = p.hub.quietly(|| classes.key(class))?;
+    let index = classes
+        .jvmti
+        .class_methods(class)
+        .ok()?
+        .iter()
+        .position(|&m| m == method)?;
+    let m = MethodRef {
+        class: key,
+        index: u16::try_from(index).ok()?,
+    };
+    p.registry.put_frame_method(method as u64, m);
+    Some(m)
+}
+
+/// What a hooked Thread method's entry (`exit` false) or exit records, by its hook key.
+fn hook_kind(hook: jint, exit: bool) -> Option<SyncKind> {
+    match (hook, exit) {
+        (1, false) => Some(SyncKind::Start),
+        (2, false) => Some(SyncKind::Join),
+        (2, true) => Some(SyncKind::Joined),
+        (3, false) => Some(SyncKind::Sleep),
+        (3, true) => Some(SyncKind::Slept),
+        _ => None,
+    }
+}
+
+fn hooked(env: *mut JNIEnv, hook: jint, exit: bool, object: jobject) {
+    guard(|| {
+        if let (Some(p), Some(kind)) = (profiler::get(), hook_kind(hook, exit)) {
+            // The stack below the native and the hooked method.
+            record(p, p.jvmti, env, kind, object, 2);
+        }
+    });
+}
+
+/// `JliveTrampoline.syncEnterObject0(thread, hook)`: Thread.start or join entered on `thread`.
+pub extern "system" fn sync_enter_object(
+    env: *mut JNIEnv,
+    _class: jclass,
+    thread: jobject,
+    hook: jint,
+) {
+    hooked(env, hook, false, thread);
+}
+
+/// `JliveTrampoline.syncEnter0(hook)`: Thread.sleep entered.
+pub extern "system" fn sync_enter(env: *mut JNIEnv, _class: jclass, hook: jint) {
+    hooked(env, hook, false, std::ptr::null_mut());
+}
+
+/// `JliveTrampoline.syncExit0(hook)`: a hooked Thread method left (returned or threw). The
+/// exit has no receiver at hand: the writer gives a join's end the thread of its beginning.
+pub extern "system" fn sync_exit(env: *mut JNIEnv, _class: jclass, hook: jint) {
+    hooked(env, hook, true, std::ptr::null_mut());
+}
+
+/// `JliveTrampoline.sync0(kind, object)`: the trampoline's own frame and this native's are
+/// not part of the stack.
+pub extern "system" fn sync0(
+    env: *mut JNIEnv,
+    _class: jclass,
+    kind: jint,
+    object: jobject,
+) -> jboolean {
+    let mut recorded = false;
+    guard(|| {
+        if let (Some(p), Some(kind)) = (profiler::get(), trampoline_kind(kind)) {
+            recorded = record(p, p.jvmti, env, kind, object, 2);
+        }
+    });
+    recorded as jboolean
+}
+
+fn on_jvmti(env: *mut jvmtiEnv, jni: *mut JNIEnv, kind: SyncKind, object: jobject) {
+    guard(|| {
+        if let Some(p) = profiler::get() {
+            record(p, Jvmti::from_raw(env), jni, kind, object, 0);
+        }
+    });
+}
+
+pub extern "C" fn monitor_wait(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    _timeout: jlong,
+) {
+    on_jvmti(env, jni, SyncKind::Wait, object);
+}
+
+pub extern "C" fn monitor_waited(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    _timed_out: jboolean,
+) {
+    on_jvmti(env, jni, SyncKind::Waited, object);
+}
+
+pub extern "C" fn monitor_contended_enter(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+) {
+    on_jvmti(env, jni, SyncKind::ContendedEnter, object);
+}
+
+pub extern "C" fn monitor_contended_entered(
+    env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+) {
+    on_jvmti(env, jni, SyncKind::ContendedEntered, object);
+}
+
+/// ClassFileLoadHook: the class with its notify and sleep calls rewritten
+/// (`jlive_bci::sync`), and java/lang/Thread with its start, join and sleep methods hooked;
+/// None when nothing changed. A sleep called through the name of a Thread subclass is seen
+/// where the subclass is already loaded or is the caller (see the README).
+pub fn hook_calls(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    let is_thread =
+        |owner: &[u8]| std::str::from_utf8(owner).is_ok_and(|o| p.registry.is_thread_class(o));
+    let calls = match jlive_bci::sync::hook_calls(bytes, &is_thread) {
+        Ok(out) => out,
+        Err(e) => {
+            crate::log::info(&format!(
+                "concurrency calls not hooked: class {}: {}",
+                name, e
+            ));
+            None
+        }
+    };
+    if name != "java/lang/Thread" {
+        return calls;
+    }
+    match jlive_bci::rewrite::hook_thread_methods(calls.as_deref().unwrap_or(bytes)) {
+        Ok(Some(out)) => Some(out),
+        Ok(None) => calls,
+        Err(e) => {
+            crate::log::warn(&format!(
+                "Thread.start, join and sleep cannot be hooked ({}): monitors=on sees no thread starts, joins or sleeps",
+                e
+            ));
+            calls
+        }
+    }
+}
+
+/// VM init (or attach): java/lang/Thread, loaded before any hook could see it, is
+/// retransformed so that its start, join and sleep methods are hooked (capture=bci does it
+/// with every loaded class).
+pub fn hook_thread_class(jvmti: Jvmti, jni: Jni<'_>) {
+    // The classes' local references live as long as the closure.
+    let retransformed = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+        let thread = loaded.into_iter().find(|&c| {
+            jvmti
+                .class_signature(c)
+                .is_ok_and(|s| s == "Ljava/lang/Thread;")
+        });
+        match thread {
+            Some(class) => jvmti
+                .retransform_classes(&[class])
+                .map_err(|e| e.to_string()),
+            None => Err("it is not loaded".to_string()),
+        }
+    });
+    if let Err(e) = retransformed {
+        crate::log::warn(&format!(
+            "java/lang/Thread cannot be retransformed ({}): monitors=on sees no thread starts, joins or sleeps",
+            e
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jlive_bci::classfile::{ClassFile, Code};
+    use jlive_bci::code;
+
+    fn example(name: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("JLIVE_EXAMPLE_CLASSES"));
+        std::fs::read(dir.join(format!("{}.class", name))).unwrap()
+    }
+
+    /// Every call a class makes, as (opcode, owner.name+descriptor), in code order.
+    fn calls(class: &[u8]) -> Vec<(u8, String)> {
+        let cf = ClassFile::parse(class).unwrap();
+        let mut out = Vec::new();
+        for m in &cf.methods {
+            for a in m
+                .attributes
+                .iter()
+                .filter(|a| cf.pool.is_utf8(a.name, b"Code"))
+            {
+                let body = Code::parse(&a.data).unwrap();
+                let mut pc = 0;
+                while pc < body.code.len() {
+                    let op = body.code[pc];
+                    if matches!(op, 182 | 184 | 185) {
+                        let index = u16::from_be_bytes([body.code[pc + 1], body.code[pc + 2]]);
+                        let (o, n, d) = cf.pool.member_ref(index).unwrap();
+                        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                        out.push((op, format!("{}.{}{}", text(o), text(n), text(d))));
+                    }
+                    pc += code::length(&body.code, pc).unwrap();
+                }
+            }
+        }
+        out
+    }
+
+    /// Each notify, notifyAll and Thread.sleep call of Concurrency becomes an invokestatic of
+    /// its trampoline where it was; every other call (Thread.start and join too: Thread's own
+    /// methods are hooked for those) stays as it was; a class with none is left alone.
+    #[test]
+    fn notify_and_sleep_calls_become_trampoline_calls_in_place() {
+        let original = example("Concurrency");
+        let hooked = jlive_bci::sync::hook_calls(&original, &|_| false)
+            .unwrap()
+            .expect("Concurrency makes concurrency calls");
+        let (before, after) = (calls(&original), calls(&hooked));
+        assert_eq!(before.len(), after.len());
+        let hookable = |call: &str| {
+            call.ends_with(".notify()V")
+                || call.ends_with(".notifyAll()V")
+                || ["java/lang/Thread.sleep(J)V", "java/lang/Thread.sleep(JI)V"].contains(&call)
+        };
+        let mut replaced = Vec::new();
+        for ((op, b), (op2, a)) in before.iter().zip(&after) {
+            if hookable(b) {
+                assert_eq!(*op2, 184, "{}", b);
+                assert!(
+                    a.starts_with("java/lang/JliveTrampoline."),
+                    "{} -> {}",
+                    b,
+                    a
+                );
+                replaced.push(a.clone());
+            } else {
+                assert_eq!((op, b), (op2, a));
+            }
+        }
+        replaced.sort();
+        replaced.dedup();
+        assert_eq!(
+            replaced,
+            [
+                "java/lang/JliveTrampoline.notify(Ljava/lang/Object;)V",
+                "java/lang/JliveTrampoline.notifyAll(Ljava/lang/Object;)V",
+                "java/lang/JliveTrampoline.sleep(J)V",
+                "java/lang/JliveTrampoline.sleep(JI)V",
+            ]
+        );
+        assert!(jlive_bci::sync::hook_calls(&example("Fib"), &|_| false)
+            .unwrap()
+            .is_none());
+    }
+
+    /// A Thread subclass calling its inherited sleep (`sleep(1)`: an invokestatic naming the
+    /// subclass, which no one has told the rewriter is a Thread) has the call rewritten.
+    #[test]
+    fn a_thread_subclass_calling_its_inherited_sleep_is_rewritten() {
+        let sleeper = example("Concurrency$Sleeper");
+        let hooked = jlive_bci::sync::hook_calls(&sleeper, &|_| false)
+            .unwrap()
+            .expect("Sleeper sleeps");
+        assert!(calls(&sleeper).contains(&(184, "Concurrency$Sleeper.sleep(J)V".into())));
+        assert!(calls(&hooked).contains(&(184, "java/lang/JliveTrampoline.sleep(J)V".into())));
+    }
+}
