@@ -143,7 +143,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "monitors",
         "off | on",
-        "waits, notifies, Thread.start/join/sleep and contended monitors, each with its stack (format=orca: always on, and nothing else is recorded)",
+        "waits, notifies, Thread.start/join/sleep and contended monitors, each with its stack: ORCA's events (always on with format=orca), TPTP's monitor elements, JinsightLive's MONITOR_CONTENTION",
     ),
     (
         "record",
@@ -416,10 +416,8 @@ impl Options {
                 o.gc = Gc::Off;
                 o.alloc = false;
             }
-        } else if o.monitors_given == Some(true) {
-            return Err(OptionError(
-                "monitors=on is written only by format=orca in this build (JinsightLive's and TPTP's monitor events are not written yet): give format=orca, or format=binary;orca for both".into(),
-            ));
+        } else if let Some(on) = o.monitors_given {
+            o.monitors = on;
         }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
@@ -437,6 +435,12 @@ impl Options {
     /// instrumentation, no method events, whatever `capture` says).
     pub fn traces_methods(&self) -> bool {
         self.formats != [Format::Orca]
+    }
+
+    /// Whether concurrency events name their objects by ID (every format but ORCA, which
+    /// names them by hash code).
+    pub fn monitor_object_ids(&self) -> bool {
+        self.monitors && self.formats.iter().any(|&f| f != Format::Orca)
     }
 
     /// Whether a burst opens at VM init.
@@ -798,10 +802,9 @@ mod tests {
         let orca = Options::parse("format=orca,methods=on").unwrap();
         assert!(orca.monitors && orca.methods == Methods::Off && !orca.traces_methods());
         assert!(Options::parse("format=orca,monitors=off").is_err());
-        assert!(Options::parse("monitors=on")
-            .unwrap_err()
-            .0
-            .contains("format=orca"));
+        let tptp = Options::parse("format=tptp,monitors=on").unwrap();
+        assert!(tptp.monitors && tptp.monitor_object_ids() && tptp.traces_methods());
+        assert!(!Options::parse("").unwrap().monitors);
         let both = Options::parse("format=binary;orca").unwrap();
         assert!(both.monitors && both.methods == Methods::On);
         let clock = |text: &str| Options::parse(text).unwrap().clock();

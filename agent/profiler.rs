@@ -651,8 +651,19 @@ impl Profiler {
         ));
         if self.uses_hook() {
             match capture::bci::initialize_trampoline(jni) {
-                Ok(()) if self.uses_bci() => capture::bci::retransform_loaded(self, jvmti, jni),
-                Ok(()) => capture::sync::hook_thread_class(jvmti, jni),
+                Ok(()) => {
+                    if self.uses_bci() {
+                        capture::bci::retransform_loaded(self, jvmti, jni);
+                    }
+                    // Unless capture=bci retransformed it already (include= or exclude= may
+                    // leave it out).
+                    let thread = "java/lang/Thread";
+                    if self.options.monitors
+                        && !(self.uses_bci() && capture::bci::instruments(self, thread))
+                    {
+                        capture::sync::hook_thread_class(jvmti, jni);
+                    }
+                }
                 Err(e) => log::warn(&format!("{}; capture=bci and monitors=on trace nothing", e)),
             }
         }

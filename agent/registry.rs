@@ -44,6 +44,8 @@ pub struct Registry {
     /// Details of concurrency events (`monitors=on`), until the writer takes them.
     syncs: parking_lot::Mutex<HashMap<u64, SyncInfo>>,
     next_sync: std::sync::atomic::AtomicU64,
+    /// Threads by identity hash code (the owners of contended monitors).
+    thread_hashes: RwLock<HashMap<u32, ThreadKey>>,
     /// The methods of stack frames, by jmethodID.
     frames: RwLock<HashMap<u64, MethodRef, BuildHasherDefault<KeyHasher>>>,
 }
@@ -98,12 +100,29 @@ impl Registry {
     }
 
     pub fn put_thread(&self, key: ThreadKey, info: ThreadInfo) {
+        if info.hash != 0 {
+            self.thread_hashes.write().insert(info.hash, key);
+        }
         self.threads.write().insert(key, info);
     }
 
     /// Forgets a thread that could not be followed.
     pub fn forget_thread(&self, key: ThreadKey) {
-        self.threads.write().remove(&key);
+        if let Some(info) = self.threads.write().remove(&key) {
+            self.forget_hash(info.hash, key);
+        }
+    }
+
+    fn forget_hash(&self, hash: u32, key: ThreadKey) {
+        let mut hashes = self.thread_hashes.write();
+        if hashes.get(&hash) == Some(&key) {
+            hashes.remove(&hash);
+        }
+    }
+
+    /// The key of the thread whose identity hash code is `hash`, if it has recorded.
+    pub fn thread_by_hash(&self, hash: u32) -> Option<ThreadKey> {
+        self.thread_hashes.read().get(&hash).copied()
     }
 
     /// The number of threads described (the ones that have not ended, or not been written).
@@ -181,8 +200,10 @@ impl Registry {
         self.messages.lock().remove(&key)
     }
 
-    /// Whether a registered class (internal name) is java/lang/Thread or extends it.
-    pub fn is_thread_class(&self, name: &str) -> bool {
+    /// Whether a registered class (internal name) is java/lang/Thread or extends it, and
+    /// inherits Thread's `sleep` of `descriptor` (no class on the way declares its own).
+    /// Classes are known by name: of two loaders' classes of one name, the first registered.
+    pub fn inherits_thread_sleep(&self, name: &str, descriptor: &str) -> bool {
         let (classes, by_name) = (self.classes.read(), self.by_name.read());
         let mut key = by_name.get(name).copied();
         for _ in 0..64 {
@@ -191,6 +212,13 @@ impl Registry {
             };
             if info.name == "java/lang/Thread" {
                 return true;
+            }
+            let hides = info
+                .methods
+                .iter()
+                .any(|m| m.name == "sleep" && m.signature == descriptor);
+            if hides {
+                return false;
             }
             key = info.superclass;
         }
@@ -202,6 +230,10 @@ impl Registry {
         let key = self.next_sync.fetch_add(1, Ordering::Relaxed);
         self.syncs.lock().insert(key, info);
         key
+    }
+
+    pub fn take_sync(&self, key: u64) -> Option<SyncInfo> {
+        self.syncs.lock().remove(&key)
     }
 
     pub fn frame_method(&self, method: u64) -> Option<MethodRef> {
@@ -233,9 +265,11 @@ impl Symbols for Registry {
         self.take_message(key)
     }
     fn sync(&self, key: u64) -> Option<SyncInfo> {
-        self.syncs.lock().remove(&key)
+        self.take_sync(key)
     }
     fn thread_ended(&self, key: ThreadKey) {
-        self.threads.write().remove(&key);
+        if let Some(info) = self.threads.write().remove(&key) {
+            self.forget_hash(info.hash, key);
+        }
     }
 }

@@ -63,9 +63,13 @@ public class Concurrency {
         return String.format("%08X", System.identityHashCode(o));
     }
 
+    /** The monitors contended for: a class of their own, so that a trace can tell them. */
+    static final class Monitor {
+    }
+
     /** One contention: `holder` holds `monitor` until `contender` is BLOCKED on it. */
     static void contend(int i) throws InterruptedException {
-        Object monitor = new Object();
+        Monitor monitor = new Monitor();
         CountDownLatch held = new CountDownLatch(1);
         Thread[] contender = new Thread[1];
         contender[0] = new Thread(() -> {
@@ -111,6 +115,23 @@ public class Concurrency {
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             }
+        }
+    }
+
+    /**
+     * A thread whose own sleep hides Thread's: its calls must stay its own (it is never run;
+     * the rewriter's test reads its class).
+     */
+    static class Hider extends Thread {
+        static int slept;
+
+        public static void sleep(long millis) {
+            slept += (int) millis;
+        }
+
+        @Override
+        public void run() {
+            sleep(1);
         }
     }
 

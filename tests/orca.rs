@@ -40,6 +40,50 @@ fn printed(stdout: &str) -> Printed {
     p
 }
 
+/// What the program counted of each kind of event.
+fn expected(p: &Printed) -> BTreeMap<SyncKind, u64> {
+    let n = |k: &str| p.counts[k];
+    BTreeMap::from([
+        (SyncKind::Wait, n("waits")),
+        (SyncKind::Waited, n("waits")),
+        (SyncKind::Notify, n("notifies")),
+        (SyncKind::NotifyAll, n("notifyAlls")),
+        (SyncKind::Start, n("starts")),
+        (SyncKind::Join, n("joins")),
+        (SyncKind::Joined, n("joins")),
+        (SyncKind::Sleep, n("sleeps")),
+        (SyncKind::Slept, n("sleeps")),
+        (SyncKind::ContendedEnter, n("contended")),
+        (SyncKind::ContendedEntered, n("contended")),
+    ])
+}
+
+/// The events of each kind whose stack holds a frame of the program (and, for contention,
+/// whose monitor `contended` accepts: the producer and consumer may contend for their lock
+/// too, which the program cannot count).
+fn program_events(
+    trace: &jlive_writer::read::Trace,
+    contended: impl Fn(&jlive_writer::model::Sync) -> bool,
+) -> BTreeMap<SyncKind, u64> {
+    let mut counts = BTreeMap::new();
+    for (_, e) in &trace.events {
+        if let Event::Sync(s) = e {
+            let ours = s
+                .stack
+                .iter()
+                .any(|f| trace.class_name(f.method.class).starts_with("Concurrency"));
+            let counted = !matches!(
+                s.kind,
+                SyncKind::ContendedEnter | SyncKind::ContendedEntered
+            ) || contended(s);
+            if ours && counted {
+                *counts.entry(s.kind).or_default() += 1;
+            }
+        }
+    }
+    counts
+}
+
 #[test]
 fn an_orca_log_holds_exactly_the_waits_notifies_starts_joins_sleeps_and_contentions_the_program_made(
 ) {
@@ -87,24 +131,14 @@ fn an_orca_log_holds_exactly_the_waits_notifies_starts_joins_sleeps_and_contenti
                     _ => {}
                 }
             }
+            assert_eq!(counts, expected(&p), "{}", what);
+            assert_eq!(
+                program_events(&trace, |s| monitors.contains(&s.object)),
+                counts,
+                "{}",
+                what
+            );
             let n = |k: &str| p.counts[k];
-            let expected = [
-                (SyncKind::Wait, n("waits")),
-                (SyncKind::Waited, n("waits")),
-                (SyncKind::Notify, n("notifies")),
-                (SyncKind::NotifyAll, n("notifyAlls")),
-                (SyncKind::Start, n("starts")),
-                (SyncKind::Join, n("joins")),
-                (SyncKind::Joined, n("joins")),
-                (SyncKind::Sleep, n("sleeps")),
-                (SyncKind::Slept, n("sleeps")),
-                (SyncKind::ContendedEnter, n("contended")),
-                (SyncKind::ContendedEntered, n("contended")),
-            ];
-            for (kind, want) in expected {
-                let got = counts.get(&kind).copied().unwrap_or(0);
-                assert_eq!(got, want, "{}: {} events", what, kind.name());
-            }
             assert!(n("waits") > 0 && n("contended") == 5 && n("starts") == 13);
             // Started and joined: the program's threads, each named as it named it.
             let threads: BTreeSet<u32> = p.threads.iter().map(|t| t.0).collect();
@@ -253,5 +287,88 @@ fn orca_bursts_hold_exactly_the_phases_they_cover() {
         let check = jlive_ok(&[&"check", &file]);
         assert!(check.contains("ok:"), "{}", check);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// monitors=on beside method tracing: TPTP (binary and XML) carries every concurrency event of
+/// the program with its stack, objects named by ID (each contention on one of the program's
+/// Concurrency$Monitor objects, its owner a holder thread), and the XML is valid against
+/// trace.dtd; JinsightLive carries the contentions, as MONITOR_CONTENTION, exactly the
+/// program's on its Monitor objects.
+#[test]
+fn monitors_on_writes_the_programs_events_into_tptp_and_its_contentions_into_jinsightlive() {
+    let setups = [
+        ("tptp", "bci"),
+        ("tptp-xml", "events"),
+        ("binary", "bci"),
+        ("binary", "events"),
+    ];
+    for jdk in jdks() {
+        for (format, capture) in setups {
+            let dir = scratch("monitors");
+            let file = dir.join("t");
+            let options = format!(
+                "format={},monitors=on,capture={},file={}",
+                format,
+                capture,
+                file.display()
+            );
+            let run = java(&jdk, Some(&options), &["Concurrency", "200", "5"]);
+            let what = format!("{} format={} capture={}", jdk.name, format, capture);
+            assert_eq!(run.code, Some(0), "{}: {}", what, run.stderr);
+            assert!(!run.stderr.contains("jlive:"), "{}: {}", what, run.stderr);
+            let p = printed(&run.stdout);
+            let trace = read_trace(&file);
+            let mut class_of = BTreeMap::new();
+            for (_, e) in &trace.events {
+                if let Event::ObjectDefine(o) | Event::Alloc { object: o, .. } = e {
+                    class_of.insert(o.object, trace.class_name(o.class));
+                }
+            }
+            let on_monitor = |s: &jlive_writer::model::Sync| {
+                class_of.get(&s.object_id).map(String::as_str) == Some("Concurrency$Monitor")
+            };
+            let contentions: Vec<&jlive_writer::model::Sync> = trace
+                .events
+                .iter()
+                .filter_map(|(_, e)| match e {
+                    Event::Sync(s) if s.kind == SyncKind::ContendedEnter && on_monitor(s) => {
+                        Some(&**s)
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(contentions.len(), 5, "{}: contentions", what);
+            if format == "binary" {
+                continue;
+            }
+            assert_eq!(program_events(&trace, on_monitor), expected(&p), "{}", what);
+            for s in contentions {
+                let owner = s.owner_thread.map(|t| trace.thread_name(t));
+                assert!(
+                    owner.as_deref().is_some_and(|o| o.starts_with("holder-")),
+                    "{}: owner {:?}",
+                    what,
+                    owner
+                );
+            }
+            if format == "tptp-xml" {
+                let dtd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("writer/src/tptp/trace.dtd");
+                let valid = std::process::Command::new("xmllint")
+                    .args(["--noout", "--dtdvalid"])
+                    .arg(dtd)
+                    .arg(&file)
+                    .output()
+                    .expect("xmllint (apt-get install -y libxml2-utils)");
+                assert!(
+                    valid.status.success(),
+                    "{}: {}",
+                    what,
+                    String::from_utf8_lossy(&valid.stderr)
+                );
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }

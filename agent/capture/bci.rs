@@ -107,6 +107,11 @@ fn excluded(name: &str) -> bool {
         || name.starts_with("sun/invoke/")
 }
 
+/// Whether capture=bci instruments the class of this internal name.
+pub fn instruments(p: &Profiler, name: &str) -> bool {
+    !excluded(name) && p.filter.traces(name)
+}
+
 fn weave(p: &Profiler, first_load: bool) -> Weave {
     Weave {
         objects: p.options.objects,

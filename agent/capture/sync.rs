@@ -25,7 +25,7 @@ use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, FrameInfo, Jvmti};
 use crate::profiler::{self, Profiler};
 use jlive_writer::model::SyncKind;
-use jlive_writer::record::{MethodRef, RecordKind, Symbols, SyncInfo};
+use jlive_writer::record::{MethodRef, RecordKind, Symbols, SyncInfo, NO_OBJECT};
 use jni_sys::{jboolean, jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use std::sync::OnceLock;
 
@@ -76,7 +76,8 @@ fn record(
         return false;
     }
     let ticks = clock::ticks();
-    let Some(jni) = Jni::from_callback(jni) else {
+    let env = jni;
+    let Some(jni) = Jni::from_callback(env) else {
         return false;
     };
     let mut frames = [FrameInfo::default(); MAX_FRAMES];
@@ -84,7 +85,8 @@ fn record(
     if frames[..n].iter().any(|f| is_trampoline(f.method)) {
         return false;
     }
-    let _frame = jni.local_frame(8);
+    // A class reference per frame not seen before, and the monitor's owner.
+    let _frame = jni.local_frame(MAX_FRAMES as i32 + 16);
     let classes = Classes {
         jvmti,
         jni,
@@ -117,11 +119,22 @@ fn record(
     } else {
         0
     };
+    // Formats but ORCA name objects by ID: the monitor (or thread) is tagged, and defined
+    // first, as a receiver is.
+    let object_id = if p.options.monitor_object_ids() && !object.is_null() {
+        crate::callbacks::object_id(p, jvmti, env, object, ticks)
+    } else {
+        NO_OBJECT
+    };
     let info = SyncInfo {
         kind,
         thread_hash,
         object_hash: hash(object),
         owner_hash,
+        object_id,
+        owner_key: (owner_hash != 0)
+            .then(|| p.registry.thread_by_hash(owner_hash))
+            .flatten(),
         frames: stack,
     };
     let Some(b) = p
@@ -131,7 +144,11 @@ fn record(
         return false;
     };
     let key = p.registry.put_sync(info);
-    b.append(&p.hub, RecordKind::Sync, ticks, key, 0, Some(0), true);
+    if !b.append(&p.hub, RecordKind::Sync, ticks, key, 0, Some(0), true) {
+        // Not stored (the burst is ending): the details would wait for ever.
+        p.registry.take_sync(key);
+        return false;
+    }
     true
 }
 
@@ -288,8 +305,13 @@ pub extern "C" fn monitor_contended_entered(
 /// None when nothing changed. A sleep called through the name of a Thread subclass is seen
 /// where the subclass is already loaded or is the caller (see the README).
 pub fn hook_calls(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
-    let is_thread =
-        |owner: &[u8]| std::str::from_utf8(owner).is_ok_and(|o| p.registry.is_thread_class(o));
+    let is_thread = |owner: &[u8], descriptor: &[u8]| match (
+        std::str::from_utf8(owner),
+        std::str::from_utf8(descriptor),
+    ) {
+        (Ok(o), Ok(d)) => p.registry.inherits_thread_sleep(o, d),
+        _ => false,
+    };
     let calls = match jlive_bci::sync::hook_calls(bytes, &is_thread) {
         Ok(out) => out,
         Err(e) => {
@@ -385,7 +407,7 @@ mod tests {
     #[test]
     fn notify_and_sleep_calls_become_trampoline_calls_in_place() {
         let original = example("Concurrency");
-        let hooked = jlive_bci::sync::hook_calls(&original, &|_| false)
+        let hooked = jlive_bci::sync::hook_calls(&original, &|_, _| false)
             .unwrap()
             .expect("Concurrency makes concurrency calls");
         let (before, after) = (calls(&original), calls(&hooked));
@@ -421,7 +443,7 @@ mod tests {
                 "java/lang/JliveTrampoline.sleep(JI)V",
             ]
         );
-        assert!(jlive_bci::sync::hook_calls(&example("Fib"), &|_| false)
+        assert!(jlive_bci::sync::hook_calls(&example("Fib"), &|_, _| false)
             .unwrap()
             .is_none());
     }
@@ -431,10 +453,21 @@ mod tests {
     #[test]
     fn a_thread_subclass_calling_its_inherited_sleep_is_rewritten() {
         let sleeper = example("Concurrency$Sleeper");
-        let hooked = jlive_bci::sync::hook_calls(&sleeper, &|_| false)
+        let hooked = jlive_bci::sync::hook_calls(&sleeper, &|_, _| false)
             .unwrap()
             .expect("Sleeper sleeps");
         assert!(calls(&sleeper).contains(&(184, "Concurrency$Sleeper.sleep(J)V".into())));
         assert!(calls(&hooked).contains(&(184, "java/lang/JliveTrampoline.sleep(J)V".into())));
+    }
+
+    /// A Thread subclass that declares its own `sleep(long)` keeps its calls of it; a caller
+    /// told that a class does not inherit Thread's sleep keeps its calls through that name.
+    #[test]
+    fn a_sleep_that_hides_threads_is_left_alone() {
+        let hider = example("Concurrency$Hider");
+        assert!(calls(&hider).contains(&(184, "Concurrency$Hider.sleep(J)V".into())));
+        assert!(jlive_bci::sync::hook_calls(&hider, &|_, _| true)
+            .unwrap()
+            .is_none());
     }
 }

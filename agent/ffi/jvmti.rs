@@ -588,7 +588,6 @@ impl Jvmti {
             .collect()
     }
 
-    /// `this` of the frame at `depth`, or None for static and native frames.
     /// The current thread (a local reference).
     pub fn current_thread(&self) -> Option<jthread> {
         let mut thread: jthread = ptr::null_mut();
@@ -645,6 +644,7 @@ impl Jvmti {
         }
     }
 
+    /// `this` of the frame at `depth`, or None for static and native frames.
     pub fn local_instance(&self, thread: jthread, depth: jint) -> Option<jobject> {
         let mut object: jobject = ptr::null_mut();
         call!(

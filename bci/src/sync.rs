@@ -11,9 +11,10 @@
 //! Each replacement has the length of the instruction it replaces (an invokeinterface's last two
 //! bytes become `nop`s) and pops and pushes the same, so no offset, handler or stack map frame
 //! moves. `notify` and `notifyAll` are final in Object: whatever class a call names, it is
-//! Object's. A sleep is rewritten when the class the call names is a Thread: java/lang/Thread,
-//! the class being rewritten if it extends Thread, or one the caller of [`hook_calls`] knows
-//! to be one; JDK 17's Thread.sleep(long) is native, so its calls are where it can be seen
+//! Object's. A sleep is rewritten when the class the call names is a Thread whose `sleep` of
+//! that descriptor is Thread's: java/lang/Thread, the class being rewritten if it extends
+//! Thread and declares no such `sleep` of its own, or one the caller of [`hook_calls`] knows to
+//! be one (a class that hides Thread.sleep with its own keeps its calls); JDK 17's Thread.sleep(long) is native, so its calls are where it can be seen
 //! (where Thread's sleep methods have code, [`crate::rewrite::hook_thread_methods`] hooks
 //! them, and a call of both is recorded once). Thread.start and join are hooked in Thread
 //! itself, which a call through a subclass's name reaches too. Object.wait, monitor contention
@@ -37,23 +38,26 @@ fn replacement(
     owner: &[u8],
     name: &[u8],
     desc: &[u8],
-    is_thread: &dyn Fn(&[u8]) -> bool,
+    is_thread: &dyn Fn(&[u8], &[u8]) -> bool,
 ) -> Option<(&'static str, &'static str)> {
     const OBJECT: &str = "(Ljava/lang/Object;)V";
     match (op, name, desc) {
         (INVOKEVIRTUAL | INVOKEINTERFACE, b"notify", b"()V") => Some(("notify", OBJECT)),
         (INVOKEVIRTUAL | INVOKEINTERFACE, b"notifyAll", b"()V") => Some(("notifyAll", OBJECT)),
-        _ if !is_thread(owner) => None,
+        _ if !is_thread(owner, desc) => None,
         (INVOKESTATIC, b"sleep", b"(J)V") => Some(("sleep", "(J)V")),
         (INVOKESTATIC, b"sleep", b"(JI)V") => Some(("sleep", "(JI)V")),
         _ => None,
     }
 }
 
-/// The class with its concurrency calls rewritten, or None when it has none. `is_thread` tells
-/// whether a class (internal name) other than java/lang/Thread and the class itself is known to
-/// extend Thread.
-pub fn hook_calls(class: &[u8], is_thread: &dyn Fn(&[u8]) -> bool) -> Result<Option<Vec<u8>>> {
+/// The class with its concurrency calls rewritten, or None when it has none. `is_thread(owner,
+/// descriptor)` tells whether a class (internal name) other than java/lang/Thread and the class
+/// itself is known to extend Thread without declaring a `sleep` of that descriptor.
+pub fn hook_calls(
+    class: &[u8],
+    is_thread: &dyn Fn(&[u8], &[u8]) -> bool,
+) -> Result<Option<Vec<u8>>> {
     let mut cf = ClassFile::parse(class)?;
     let named = cf.pool.entries.iter().any(|c| match c {
         super::classfile::Constant::Utf8(s) => NAMES.contains(&s.as_ref()),
@@ -64,8 +68,17 @@ pub fn hook_calls(class: &[u8], is_thread: &dyn Fn(&[u8]) -> bool) -> Result<Opt
     }
     let this = cf.pool.class_name(cf.this_class)?.to_vec();
     let extends_thread = cf.super_name()?.as_deref() == Some("java/lang/Thread");
-    let thread = |owner: &[u8]| {
-        owner == b"java/lang/Thread" || (extends_thread && owner == this) || is_thread(owner)
+    // The sleep descriptors this class declares itself (hiding Thread's).
+    let mut own_sleeps = Vec::new();
+    for m in &cf.methods {
+        if cf.pool.utf8(m.name)? == b"sleep" {
+            own_sleeps.push(cf.pool.utf8(m.descriptor)?.to_vec());
+        }
+    }
+    let thread = |owner: &[u8], desc: &[u8]| {
+        owner == b"java/lang/Thread"
+            || (owner == this.as_slice() && extends_thread && !own_sleeps.iter().any(|d| d == desc))
+            || (owner != this.as_slice() && is_thread(owner, desc))
     };
     let mut added: Vec<((&str, &str), u16)> = Vec::new();
     let mut changed = false;

@@ -66,8 +66,8 @@ pub struct Checker {
     /// Each thread's last ticket: its entries in the file.
     tickets: HashMap<ThreadId, u32>,
     last_ticks: HashMap<ThreadId, u64>,
-    /// Each thread's open waits, joins, sleeps and contended enters: (kind, object).
-    syncs: HashMap<ThreadId, Vec<(SyncKind, u32)>>,
+    /// Each thread's open waits, joins, sleeps and contended enters: (kind, object identity).
+    syncs: HashMap<ThreadId, Vec<(SyncKind, u64)>>,
     in_burst: bool,
     summary: CheckSummary,
 }
@@ -302,7 +302,7 @@ impl Checker {
         let first = !self.syncs.contains_key(&s.thread);
         let open = self.syncs.entry(s.thread).or_default();
         if s.kind.end().is_some() {
-            open.push((s.kind, s.object));
+            open.push((s.kind, s.identity()));
             return Ok(());
         }
         let begins = SyncKind::ALL.into_iter().find(|k| k.end() == Some(s.kind));
@@ -310,17 +310,19 @@ impl Checker {
             return Ok(());
         };
         match open.pop() {
-            Some((kind, object)) if kind == begin && object == s.object => Ok(()),
+            Some((kind, object)) if kind == begin && object == s.identity() => Ok(()),
             None if first => Ok(()),
             top => {
                 let top = match top {
-                    Some((kind, object)) => format!("{} {:08X}", kind.name(), object),
+                    Some((kind, object)) => {
+                        format!("{} {}", kind.name(), Sync::identity_label(object))
+                    }
                     None => "none".into(),
                 };
                 let message = format!(
-                    "{} {:08X} on thread {}, whose innermost open span is {}",
+                    "{} {} on thread {}, whose innermost open span is {}",
                     s.kind.name(),
-                    s.object,
+                    Sync::identity_label(s.identity()),
                     s.thread,
                     top
                 );

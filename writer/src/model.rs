@@ -280,11 +280,25 @@ impl SyncKind {
     }
 }
 
-/// A frame of a stack: its method and bytecode index (-1 in a native method).
+/// A frame of a stack: its method, bytecode index (-1 in a native method, or where the format
+/// keeps lines only) and source line (0 where unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     pub method: MethodId,
     pub location: i64,
+    pub line: u32,
+}
+
+impl MethodDef {
+    /// The source line of bytecode index `location` (0 without a line table).
+    pub fn line_at(&self, location: i64) -> u32 {
+        let at = u32::try_from(location).ok();
+        self.lines
+            .iter()
+            .filter(|l| at.is_some_and(|a| l.start <= a))
+            .max_by_key(|l| l.start)
+            .map_or(0, |l| l.line)
+    }
 }
 
 /// A concurrency event of a thread, with the thread's stack when it happened.
@@ -298,8 +312,34 @@ pub struct Sync {
     pub thread_hash: u32,
     pub object: u32,
     pub owner: u32,
+    /// The object as the trace's other events name it ([`NO_OBJECT`] where the format or the
+    /// run gives it no ID: ORCA names objects by hash code only).
+    pub object_id: ObjectId,
+    /// The owner of a contended monitor, if the trace has defined that thread.
+    pub owner_thread: Option<ThreadId>,
     /// Innermost frame first.
     pub stack: Vec<Frame>,
+}
+
+impl Sync {
+    /// What pairs a span's end with its beginning and groups a monitor's contentions: the
+    /// object's ID where the format names objects by ID, else its hash code.
+    pub fn identity(&self) -> u64 {
+        if self.object_id != NO_OBJECT {
+            1 << 32 | u64::from(self.object_id)
+        } else {
+            u64::from(self.object)
+        }
+    }
+
+    /// The object as [`Sync::identity`] tells it, for people: `object 12` or `3138CF7F`.
+    pub fn identity_label(identity: u64) -> String {
+        if identity >> 32 != 0 {
+            format!("object {}", identity as u32)
+        } else {
+            format!("{:08X}", identity)
+        }
+    }
 }
 
 /// One event of a trace.

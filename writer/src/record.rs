@@ -318,6 +318,11 @@ pub struct SyncInfo {
     pub thread_hash: u32,
     pub object_hash: u32,
     pub owner_hash: u32,
+    /// The object's ID (a format other than ORCA names objects by ID; the agent recorded its
+    /// definition first), or [`NO_OBJECT`].
+    pub object_id: u32,
+    /// The contended monitor's owner, when it is a thread the agent follows.
+    pub owner_key: Option<ThreadKey>,
     /// The stack, innermost frame first: each frame's method and bytecode index (-1 native).
     pub frames: Vec<(MethodRef, i64)>,
 }

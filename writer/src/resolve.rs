@@ -82,9 +82,15 @@ struct ThreadState {
     mounted: Option<ThreadKey>,
     /// The thread ended: its state is dropped once it is no longer the current one.
     ended: bool,
-    /// The threads its open Thread.join calls wait for (the agent sees a join's end without
-    /// its receiver).
-    joins: Vec<u32>,
+    /// Its open waits, joins, sleeps and contended enters of this burst: (kind, object hash,
+    /// object ID). An end closes the innermost of its kind; one with none open in this burst
+    /// (begun before it) is not written. A join's end takes its thread from its beginning (the
+    /// agent sees the end without the receiver).
+    spans: Vec<(SyncKind, u32, u32)>,
+    /// A Wait written only once its Waited (or the burst's end) shows it waited: HotSpot
+    /// reports a wait before it checks that the thread owns the monitor, and one that throws
+    /// has no end.
+    held_wait: Option<Box<model::Sync>>,
 }
 
 impl ThreadState {
@@ -96,7 +102,8 @@ impl ThreadState {
             && self.depth == 0
             && self.tickets == 0
             && self.mounted.is_none()
-            && self.joins.is_empty()
+            && self.spans.is_empty()
+            && self.held_wait.is_none()
     }
 
     /// Counts an entry (a traced method goes one deeper and takes the next ticket) and, with
@@ -228,6 +235,11 @@ pub struct Resolver<S: Sink> {
     objects: Map<u32, ClassKey>,
     next_class: u32,
     next_thread: u32,
+    /// The ticks of the open burst's beginning.
+    burst_began: u64,
+    /// Threads defined in this file, by identity hash code (the owners of contended monitors,
+    /// who may have ended before the contention reaches the writer).
+    thread_hashes: HashMap<u32, ThreadId>,
     max_classes: u32,
     in_burst: bool,
     last_ticks: u64,
@@ -250,6 +262,8 @@ impl<S: Sink> Resolver<S> {
             objects: Map::default(),
             next_class: 2,
             next_thread: 1,
+            burst_began: 0,
+            thread_hashes: HashMap::new(),
             in_burst: false,
             last_ticks: 0,
             counts: Counts::default(),
@@ -294,6 +308,7 @@ impl<S: Sink> Resolver<S> {
         }
         let ticks = self.file_ticks(ticks);
         self.in_burst = true;
+        self.burst_began = ticks;
         self.counts.bursts += 1;
         self.tick(ticks);
         self.emit(Event::BurstBegin {
@@ -302,9 +317,11 @@ impl<S: Sink> Resolver<S> {
         })?;
         // Frames open from before the burst are forgotten: their exits find an empty stack
         // and are not written.
-        for state in self.threads.values_mut() {
+        for state in self.threads.values_mut().chain([&mut self.current.1]) {
             state.frames.clear();
             state.depth = 0;
+            state.spans.clear();
+            state.held_wait = None;
         }
         self.define_reserved_classes(ticks)
     }
@@ -315,6 +332,16 @@ impl<S: Sink> Resolver<S> {
         }
         let ticks = self.file_ticks(ticks);
         self.tick(ticks);
+        // Threads still waiting: their waits are open at the burst's end.
+        let held: Vec<Box<model::Sync>> = self
+            .threads
+            .values_mut()
+            .chain([&mut self.current.1])
+            .filter_map(|s| s.held_wait.take())
+            .collect();
+        for wait in held {
+            self.emit(Event::Sync(wait))?;
+        }
         self.in_burst = false;
         self.emit(Event::BurstEnd {
             ticks: self.last_ticks,
@@ -464,6 +491,10 @@ impl<S: Sink> Resolver<S> {
         let mut i = 0;
         while i < slots.len() {
             let n = self.common_run(&slots[i..], overhead)?;
+            if n > 0 && self.current.1.held_wait.is_some() {
+                // Method records after a Wait: the thread went on without waiting.
+                self.current.1.held_wait = None;
+            }
             self.counts.records += n as u64;
             i += n;
             let Some((mut record, width)) = Slot::decode(&slots[i..], overhead) else {
@@ -602,6 +633,12 @@ impl<S: Sink> Resolver<S> {
     /// One record whose ticks are the file's.
     fn record(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
         self.tick(r.ticks);
+        if !matches!(
+            r.kind,
+            RecordKind::Sync | RecordKind::ObjectSeen | RecordKind::Mount | RecordKind::Unmount
+        ) {
+            self.went_on(thread);
+        }
         match r.kind {
             RecordKind::MethodEntry => self.method_entry(thread, r),
             RecordKind::MethodExit => self.method_exit(thread, r),
@@ -666,12 +703,18 @@ impl<S: Sink> Resolver<S> {
             return Ok(());
         };
         let id = self.thread_id(thread, r.ticks)?;
-        let mut object = info.object_hash;
-        match info.kind {
-            SyncKind::Join => self.state(thread).joins.push(object),
-            SyncKind::Joined => object = self.state(thread).joins.pop().unwrap_or(object),
-            _ => {}
-        }
+        // The owner is defined now if it was not: its own records may reach the writer later
+        // (it holds the monitor), or never (it has recorded nothing since the burst began).
+        // An owner not defined yet is defined now, as of the burst's beginning: its own events,
+        // earlier than this one, may reach the writer later (it holds the monitor).
+        let owner_thread = match (self.thread_hashes.get(&info.owner_hash), info.owner_key) {
+            _ if info.owner_hash == 0 => None,
+            (Some(&id), _) => Some(id),
+            (None, Some(key)) if self.symbols.thread(key).is_some() => {
+                Some(self.thread_id(key, self.burst_began)?)
+            }
+            _ => None,
+        };
         let mut stack = Vec::with_capacity(info.frames.len());
         for (m, location) in info.frames {
             let slot = self.class_slot(m.class, r.ticks)?;
@@ -682,7 +725,13 @@ impl<S: Sink> Resolver<S> {
             }) = slot
             {
                 if usize::from(m.index) < methods {
+                    let line = self.symbols.class(m.class).map_or(0, |c| {
+                        c.methods
+                            .get(usize::from(m.index))
+                            .map_or(0, |d| d.line_at(location))
+                    });
                     stack.push(model::Frame {
+                        line,
                         method: MethodId {
                             class,
                             index: m.index,
@@ -692,15 +741,64 @@ impl<S: Sink> Resolver<S> {
                 }
             }
         }
-        self.emit(Event::Sync(Box::new(model::Sync {
+        let mut sync = Box::new(model::Sync {
             ticks: r.ticks,
             thread: id,
             kind: info.kind,
             thread_hash: info.thread_hash,
-            object,
+            object: info.object_hash,
             owner: info.owner_hash,
+            object_id: info.object_id,
+            owner_thread,
             stack,
-        })))
+        });
+        let state = self.state(thread);
+        let held = state.held_wait.take();
+        let same = |k: SyncKind, (kind, hash, object): (SyncKind, u32, u32)| {
+            kind == k && (k == SyncKind::Join || (hash, object) == (sync.object, sync.object_id))
+        };
+        if let Some(wait) = held {
+            if sync.kind == SyncKind::Waited && wait.identity() == sync.identity() {
+                state
+                    .spans
+                    .push((SyncKind::Wait, wait.object, wait.object_id));
+                self.emit(Event::Sync(wait))?;
+            }
+        }
+        let state = self.state(thread);
+        match sync.kind {
+            SyncKind::Wait => {
+                state.held_wait = Some(sync);
+                return Ok(());
+            }
+            kind if kind.end().is_some() => {
+                state.spans.push((kind, sync.object, sync.object_id));
+            }
+            kind => {
+                let begin = SyncKind::ALL.into_iter().find(|k| k.end() == Some(kind));
+                if let Some(begin) = begin {
+                    match state.spans.last() {
+                        Some(&top) if same(begin, top) => {
+                            state.spans.pop();
+                            (sync.object, sync.object_id) = (top.1, top.2);
+                        }
+                        // Begun before the burst (or never recorded): not written.
+                        _ => return Ok(()),
+                    }
+                }
+            }
+        }
+        self.emit(Event::Sync(sync))
+    }
+
+    /// A record of `thread` other than a concurrency event: a Wait it holds did not wait (the
+    /// thread went on), and is dropped.
+    #[inline]
+    fn went_on(&mut self, thread: ThreadKey) {
+        let state = self.state(thread);
+        if state.held_wait.is_some() {
+            state.held_wait = None;
+        }
     }
 
     /// Method records of `thread` were dropped (overflow=drop): a user event says how many,
@@ -984,6 +1082,9 @@ impl<S: Sink> Resolver<S> {
             name: format!("thread-{}", key),
             ..ThreadInfo::default()
         });
+        if info.hash != 0 {
+            self.thread_hashes.insert(info.hash, id);
+        }
         self.emit(Event::ThreadDefine(Box::new(ThreadDef {
             ticks,
             id,
@@ -1412,5 +1513,114 @@ mod tests {
         assert_eq!(fnv(&le), (563_365, 0x8220_9e57_8394_29a5));
         let be = write::<true>(PLATFORM_LINUX_390, &batches);
         assert_eq!(fnv(&be), (563_365, 0xb9b5_67ed_bea6_889e));
+    }
+
+    /// Symbols whose concurrency events are given by key (`Registry` for the rest).
+    struct Syncs(std::sync::Mutex<HashMap<u64, SyncInfo>>);
+
+    impl Symbols for Syncs {
+        fn method(&self, key: MethodKey) -> Option<MethodRef> {
+            Registry.method(key)
+        }
+        fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
+            Registry.class(key)
+        }
+        fn class_by_name(&self, name: &str) -> Option<ClassKey> {
+            Registry.class_by_name(name)
+        }
+        fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
+            Registry.thread(key)
+        }
+        fn sync(&self, key: u64) -> Option<SyncInfo> {
+            self.0.lock().unwrap().remove(&key)
+        }
+    }
+
+    /// A join's end takes the thread of its beginning; an end whose beginning came before the
+    /// burst is not written; a wait is written once its end shows it waited, and a wait the
+    /// thread went on from (it threw) is not; a wait still open at the burst's end is.
+    #[test]
+    fn spans_are_closed_in_their_burst_and_a_wait_is_written_once_it_waited() {
+        use SyncKind::*;
+        // Thread 7's records, in order: (kind, object hash, object ID).
+        let script = [
+            (Waited, 9, 90),        // begun before the burst: dropped
+            (Join, 5, 50),          // joins thread object 5
+            (Joined, 0, NO_OBJECT), // the agent's end names no thread
+            (Wait, 3, 30),          // throws: the next record is a method entry
+            (Wait, 4, 40),          // waits
+            (Waited, 4, 40),
+            (Notify, 4, 40),
+            (Wait, 6, 60), // still waiting when the burst ends
+        ];
+        let mut infos = HashMap::new();
+        let mut batch = Batch::new(7, 0);
+        for (i, &(kind, hash, id)) in script.iter().enumerate() {
+            let key = i as u64;
+            infos.insert(
+                key,
+                SyncInfo {
+                    kind,
+                    object_hash: hash,
+                    object_id: id,
+                    ..SyncInfo::default()
+                },
+            );
+            batch.push(&Record::new(RecordKind::Sync, 10 + key, key, 0, 0));
+            if i == 3 {
+                batch.push(&Record::new(RecordKind::MethodEntry, 13, 0, NO_OBJECT, 0));
+                batch.push(&Record::new(RecordKind::MethodExit, 13, 0, 0, 0));
+            }
+        }
+        let config = ResolverConfig {
+            filter: ClassFilter::new(&[], &[]),
+            entries_only: false,
+            stck: None,
+        };
+        // Thread 8 throws from its only wait and goes on with calls.
+        infos.insert(
+            100,
+            SyncInfo {
+                kind: Wait,
+                object_hash: 2,
+                object_id: 20,
+                ..SyncInfo::default()
+            },
+        );
+        let mut other = Batch::new(8, 0);
+        other.push(&Record::new(RecordKind::Sync, 20, 100, 0, 0));
+        other.push(&Record::new(RecordKind::MethodEntry, 21, 0, NO_OBJECT, 0));
+        other.push(&Record::new(RecordKind::MethodExit, 22, 0, 0, 0));
+        let symbols = Arc::new(Syncs(std::sync::Mutex::new(infos)));
+        let mut s = Resolver::new(Collect::default(), symbols, config);
+        s.begin_burst(1).unwrap();
+        s.batch(&batch).unwrap();
+        s.batch(&other).unwrap();
+        s.end_burst(100).unwrap();
+        let events = s.finish(None).unwrap().0 .0;
+        let syncs: Vec<(SyncKind, u32, u32)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Sync(s) => Some((s.kind, s.object, s.object_id)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            syncs,
+            [
+                (Join, 5, 50),
+                (Joined, 5, 50),
+                (Wait, 4, 40),
+                (Waited, 4, 40),
+                (Notify, 4, 40),
+                (Wait, 6, 60),
+            ]
+        );
+        // The open wait comes before the burst's end.
+        let end = events
+            .iter()
+            .position(|e| matches!(e, Event::BurstEnd { .. }))
+            .unwrap();
+        assert!(matches!(&events[end - 1], Event::Sync(s) if s.kind == Wait));
     }
 }

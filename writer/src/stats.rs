@@ -43,7 +43,8 @@ pub struct Stats {
 /// stack that contended most often with its count.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MonitorStats {
-    pub hash: u32,
+    /// Its hash code (ORCA) or object ID (`Sync::identity`).
+    pub monitor: u64,
     pub contentions: u64,
     pub blocked_ticks: u64,
     pub top_stack: (String, u64),
@@ -65,12 +66,12 @@ struct Tally {
     entries: HashMap<ThreadId, u64>,
     methods: HashMap<MethodId, (u64, u64)>,
     stacks: HashMap<ThreadId, Vec<Open>>,
-    /// Open waits, joins, sleeps and contended enters: (kind, object, ticks).
-    spans: HashMap<ThreadId, Vec<(SyncKind, u32, u64)>>,
+    /// Open waits, joins, sleeps and contended enters: (kind, object identity, ticks).
+    spans: HashMap<ThreadId, Vec<(SyncKind, u64, u64)>>,
     /// Per thread: waits, joins, sleeps; ticks spent in them.
     blocking: HashMap<ThreadId, ([u64; 3], u64)>,
     /// Per monitor: contentions, blocked ticks, stacks of its contended enters.
-    monitors: HashMap<u32, MonitorTally>,
+    monitors: HashMap<u64, MonitorTally>,
 }
 
 impl Tally {
@@ -137,7 +138,7 @@ impl Tally {
             SyncKind::Join => counts[1] += 1,
             SyncKind::Sleep => counts[2] += 1,
             SyncKind::ContendedEnter => {
-                let m = self.monitors.entry(s.object).or_default();
+                let m = self.monitors.entry(s.identity()).or_default();
                 m.0 += 1;
                 let stack = s.stack.iter().map(|f| f.method).collect();
                 *m.2.entry(stack).or_insert(0) += 1;
@@ -146,9 +147,9 @@ impl Tally {
         }
         let spans = self.spans.entry(s.thread).or_default();
         if s.kind.end().is_some() {
-            spans.push((s.kind, s.object, s.ticks));
+            spans.push((s.kind, s.identity(), s.ticks));
         } else if let Some(&(kind, object, since)) = spans.last() {
-            if kind.end() == Some(s.kind) && object == s.object {
+            if kind.end() == Some(s.kind) && object == s.identity() {
                 spans.pop();
                 let ticks = s.ticks.saturating_sub(since);
                 self.blocking.entry(s.thread).or_default().1 += ticks;
@@ -171,7 +172,7 @@ impl Tally {
         } = self;
         let mut monitors: Vec<MonitorStats> = monitors
             .into_iter()
-            .map(|(hash, (contentions, blocked_ticks, stacks))| {
+            .map(|(monitor, (contentions, blocked_ticks, stacks))| {
                 let top = stacks
                     .into_iter()
                     .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
@@ -181,14 +182,18 @@ impl Tally {
                     (frames.join(" < "), n)
                 });
                 MonitorStats {
-                    hash,
+                    monitor,
                     contentions,
                     blocked_ticks,
                     top_stack,
                 }
             })
             .collect();
-        monitors.sort_by(|a, b| b.contentions.cmp(&a.contentions).then(a.hash.cmp(&b.hash)));
+        monitors.sort_by(|a, b| {
+            b.contentions
+                .cmp(&a.contentions)
+                .then(a.monitor.cmp(&b.monitor))
+        });
         stats.monitors = monitors;
         let mut blocking: Vec<(ThreadId, String, [u64; 3], u64)> = blocking
             .into_iter()
@@ -294,8 +299,8 @@ impl Stats {
             for m in self.monitors.iter().take(top) {
                 let _ = writeln!(
                     out,
-                    "  {:08X} {:>8} contentions {:>12.3} ms blocked; most from ({}x): {}",
-                    m.hash,
+                    "  {:>14} {:>8} contentions {:>12.3} ms blocked; most from ({}x): {}",
+                    Sync::identity_label(m.monitor),
                     m.contentions,
                     m.blocked_ticks as f64 / tpu / 1000.0,
                     m.top_stack.1,

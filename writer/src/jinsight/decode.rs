@@ -192,6 +192,19 @@ impl<'a> Decoder<'a> {
                 second: self.u32()?,
             });
         }
+        if code == MONITOR_CONTENTION {
+            let while_tracing = self.u8()?;
+            if while_tracing > 1 {
+                let message = format!("MONITOR_CONTENTION's flag is {}, not 0 or 1", while_tracing);
+                return Err(error(usize::MAX, message));
+            }
+            return Ok(Event::MonitorContention {
+                while_tracing,
+                object: self.u32()?,
+                thread: self.u32()?,
+                nanoseconds: self.u64()?,
+            });
+        }
         if code_name(code) == "UNKNOWN" {
             return Err(error(usize::MAX, format!("unknown event code {}", code)));
         }

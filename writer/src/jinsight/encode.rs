@@ -327,6 +327,17 @@ impl<W: Write + Seek> Encoder<W> {
                 self.u32(*first);
                 self.u32(*second);
             }
+            Event::MonitorContention {
+                while_tracing,
+                object,
+                thread,
+                nanoseconds,
+            } => {
+                self.u8(*while_tracing);
+                self.u32(*object);
+                self.u32(*thread);
+                self.u64(*nanoseconds);
+            }
         }
     }
 }

@@ -41,8 +41,16 @@
 //!   78  USER_EVENT          ticks str message
 //!   101 BEGIN_BURST         ticks
 //!   102 END_BURST           ticks
+//!   161 MONITOR_CONTENTION  u8 whileTracing(1) u32 object u32 thread u64 nanoseconds
+//!                           (no ticks: a thread waited that long to enter the monitor of
+//!                           `object`, summed by IBM's visualizer into its monitor-contention
+//!                           columns; written when the thread entered it, monitors=on)
 //!   100 TRACE_END           u32 0xDEAD u32 0xDEAD        (no ticks)
 //! ```
+//!
+//! The visualizer's other monitor codes (40-44 waits and notifies, 54 sleep, 60-62 monitor
+//! enter/block/leave) are names only in its classes: its reader stops at them ("premature
+//! EOF"), so jlive writes no waits, notifies, joins, sleeps or starts into JinsightLive files.
 //!
 //! Class 0 is `java/lang/Object` (its own superclass), class 1 is `java/lang/Thread`; the
 //! reader hard-codes both. Object 0xFFFFFFFF means "static call".
@@ -81,6 +89,7 @@ pub const GC_STOP: u8 = 71;
 pub const USER_EVENT: u8 = 78;
 pub const WIDE_METHOD_ENTER: u8 = 91;
 pub const TRACE_END: u8 = 100;
+pub const MONITOR_CONTENTION: u8 = 161;
 pub const BEGIN_BURST: u8 = 101;
 pub const END_BURST: u8 = 102;
 pub const EXTENDED_EXTENSIVE_CLASS_LOAD: u8 = 110;
@@ -312,6 +321,13 @@ pub enum Event {
         first: u32,
         second: u32,
     },
+    /// Untimed: how long `thread` waited to enter the monitor of `object`.
+    MonitorContention {
+        while_tracing: u8,
+        object: u32,
+        thread: u32,
+        nanoseconds: u64,
+    },
 }
 
 impl Event {
@@ -337,6 +353,7 @@ impl Event {
             Event::BeginBurst { .. } => BEGIN_BURST,
             Event::EndBurst { .. } => END_BURST,
             Event::TraceEnd { .. } => TRACE_END,
+            Event::MonitorContention { .. } => MONITOR_CONTENTION,
         }
     }
 
@@ -366,7 +383,7 @@ impl Event {
             | Event::BeginBurst { ticks }
             | Event::EndBurst { ticks } => *ticks,
             Event::ClassLoad(load) => load.ticks,
-            Event::TraceEnd { .. } => return None,
+            Event::TraceEnd { .. } | Event::MonitorContention { .. } => return None,
         })
     }
 
@@ -378,7 +395,8 @@ impl Event {
             | Event::ObjectCreated { thread, .. }
             | Event::ArrayCreated { thread, .. }
             | Event::ThreadStart { thread, .. }
-            | Event::ThreadExit { thread, .. } => Some(*thread),
+            | Event::ThreadExit { thread, .. }
+            | Event::MonitorContention { thread, .. } => Some(*thread),
             _ => None,
         }
     }
@@ -406,6 +424,7 @@ pub fn code_name(code: u8) -> &'static str {
         BEGIN_BURST => "BEGIN_BURST",
         END_BURST => "END_BURST",
         TRACE_END => "TRACE_END",
+        MONITOR_CONTENTION => "MONITOR_CONTENTION",
         _ => "UNKNOWN",
     }
 }

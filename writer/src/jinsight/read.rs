@@ -28,6 +28,8 @@ pub struct Translator {
     /// An object's definition held back until the next event says whether it is allocated.
     held: Option<(usize, model::Event)>,
     bursts: u32,
+    /// Each thread's last ticks: the time of its untimed MONITOR_CONTENTION.
+    last_ticks: HashMap<u32, u64>,
 }
 
 fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
@@ -65,8 +67,34 @@ impl Translator {
                 _ => out.push_back((at, held)),
             }
         }
+        let timed = match &event {
+            Event::ThreadDefine { thread, ticks, .. } => Some((*thread, *ticks)),
+            e => e.thread().zip(e.ticks()),
+        };
+        if let Some((thread, ticks)) = timed {
+            self.last_ticks.insert(thread, ticks);
+        }
         let translated = match event {
             Event::ClassDefine { .. } | Event::TraceEnd { .. } => return Ok(()),
+            // Untimed: an enter and its entered at the thread's last ticks, without a stack.
+            Event::MonitorContention { object, thread, .. } => {
+                let ticks = self.last_ticks.get(&thread).copied().unwrap_or(0);
+                let sync = |kind| {
+                    model::Event::Sync(Box::new(model::Sync {
+                        ticks,
+                        thread,
+                        kind,
+                        thread_hash: 0,
+                        object: 0,
+                        owner: 0,
+                        object_id: object,
+                        owner_thread: None,
+                        stack: Vec::new(),
+                    }))
+                };
+                out.push_back((offset, sync(model::SyncKind::ContendedEnter)));
+                sync(model::SyncKind::ContendedEntered)
+            }
             Event::ThreadStart { ticks, thread } => model::Event::ThreadStart { ticks, thread },
             Event::ClassLoad(load) => self.class(*load),
             Event::MethodEnter {

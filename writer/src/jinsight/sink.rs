@@ -18,6 +18,9 @@ pub struct JinsightSink<W: Write + Seek, const BIG: bool = false> {
     threads: u32,
     classes: u32,
     finished: bool,
+    /// Each thread's open contended enter: (monitor object ID, ticks).
+    contended: std::collections::HashMap<u32, (u32, u64)>,
+    ticks_per_microsecond: u64,
 }
 
 /// The header of a file about to be written (its counts are patched at close).
@@ -56,7 +59,33 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
             threads: 0,
             classes: 2,
             finished: false,
+            contended: std::collections::HashMap::new(),
+            ticks_per_microsecond: u64::from(info.ticks_per_microsecond.max(1)),
         })
+    }
+
+    /// monitors=on: a contended enter is remembered; its entered becomes MONITOR_CONTENTION
+    /// with the time between them (the one monitor event IBM's reader loads). Other
+    /// concurrency events have no JinsightLive form the reader takes (module comment).
+    fn contention(&mut self, s: &model::Sync) -> Option<Event> {
+        match s.kind {
+            model::SyncKind::ContendedEnter if s.object_id != model::NO_OBJECT => {
+                self.contended.insert(s.thread, (s.object_id, s.ticks));
+                None
+            }
+            model::SyncKind::ContendedEntered => {
+                let (object, since) = self.contended.remove(&s.thread)?;
+                let ticks = u128::from(s.ticks.saturating_sub(since));
+                let nanoseconds = ticks * 1000 / u128::from(self.ticks_per_microsecond);
+                Some(Event::MonitorContention {
+                    while_tracing: 1,
+                    object,
+                    thread: s.thread,
+                    nanoseconds: nanoseconds as u64,
+                })
+            }
+            _ => None,
+        }
     }
 
     /// The underlying writer, once the file is finished.
@@ -122,8 +151,11 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
     fn event(&mut self, event: &model::Event) -> io::Result<()> {
         use model::Event as M;
         let e = match event {
-            // Concurrency events reach only ORCA in this build (options refuse monitors=on).
-            M::VmInit { .. } | M::VmDeath { .. } | M::Sync(_) => return Ok(()),
+            M::VmInit { .. } | M::VmDeath { .. } => return Ok(()),
+            M::Sync(s) => match self.contention(s) {
+                Some(e) => e,
+                None => return Ok(()),
+            },
             M::ContextEnter(_) | M::ContextLeave { .. } => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,

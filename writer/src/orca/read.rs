@@ -17,8 +17,8 @@ pub struct Reader<R: Read> {
     line: usize,
     info: TraceInfo,
     pending: VecDeque<(usize, Event)>,
-    /// ORCA method number → method.
-    methods: HashMap<u64, MethodId>,
+    /// ORCA method number → method, and its line table.
+    methods: HashMap<u64, (MethodId, MethodDef)>,
     described: bool,
     threads: HashMap<u32, ThreadId>,
     started: bool,
@@ -198,17 +198,18 @@ impl<R: Read> Reader<R> {
             if index > usize::from(u16::MAX) {
                 return fail(at, true, "more than 65535 methods in one class");
             }
-            classes[c].methods.push(MethodDef {
+            let def = MethodDef {
                 name: f[1].to_string(),
                 signature: f[2].to_string(),
                 access: 0,
                 lines,
-            });
+            };
+            classes[c].methods.push(def.clone());
             let method = MethodId {
                 class: c as ClassId,
                 index: index as u16,
             };
-            if self.methods.insert(number, method).is_some() {
+            if self.methods.insert(number, (method, def)).is_some() {
                 return fail(at, true, format!("method ID {} described twice", f[0]));
             }
         }
@@ -288,7 +289,7 @@ impl<R: Read> Reader<R> {
                 for _ in 0..depth {
                     let number = hex(at, f.next(), "method ID")?;
                     let location = hex(at, f.next(), "location")? as i64;
-                    let Some(&method) = self.methods.get(&number) else {
+                    let Some((method, def)) = self.methods.get(&number) else {
                         let why = if self.described {
                             "not described in the meta log"
                         } else {
@@ -296,7 +297,11 @@ impl<R: Read> Reader<R> {
                         };
                         return fail(at, true, format!("method ID {:016X} {}", number, why));
                     };
-                    stack.push(Frame { method, location });
+                    stack.push(Frame {
+                        method: *method,
+                        location,
+                        line: def.line_at(location),
+                    });
                 }
                 if f.next().is_some() {
                     return fail(
@@ -306,6 +311,7 @@ impl<R: Read> Reader<R> {
                     );
                 }
                 let thread = self.thread(at, ticks, thread_hash, "");
+                let owner_thread = self.threads.get(&owner).copied().filter(|_| owner != 0);
                 let sync = Sync {
                     ticks,
                     thread,
@@ -313,6 +319,8 @@ impl<R: Read> Reader<R> {
                     thread_hash,
                     object,
                     owner,
+                    object_id: NO_OBJECT,
+                    owner_thread,
                     stack,
                 };
                 self.pending.push_back((at, Event::Sync(Box::new(sync))));

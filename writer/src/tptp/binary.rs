@@ -83,11 +83,23 @@ pub fn put_message(buf: &mut Vec<u8>, m: &Message) {
     buf.extend_from_slice(&m.element.id.to_le_bytes());
     let length_at = buf.len();
     buf.extend_from_slice(&[0; 4]);
-    for v in &m.values {
+    for (attr, v) in m.element.attrs.iter().zip(&m.values) {
         match v {
             Value::Long(x) => buf.extend_from_slice(&x.to_le_bytes()),
             Value::Int(x) => buf.extend_from_slice(&x.to_le_bytes()),
             Value::Byte(x) => buf.push(*x),
+            Value::Str(s) if attr.ty == Ty::Strs => {
+                for item in s.split(' ').filter(|i| !i.is_empty()) {
+                    buf.extend(item.bytes().filter(|&b| b != 0));
+                    buf.push(0);
+                }
+            }
+            Value::Str(s) if attr.ty == Ty::Longs => {
+                for item in s.split(' ').filter(|i| !i.is_empty()) {
+                    let x: u64 = item.parse().unwrap_or(0);
+                    buf.extend_from_slice(&x.to_le_bytes());
+                }
+            }
             Value::Str(s) => {
                 buf.extend(s.bytes().filter(|&b| b != 0));
                 buf.push(0);
@@ -161,6 +173,8 @@ impl<W: Write> Encode for Encoder<W> {
 pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'static>, String> {
     let mut at = 0;
     let mut values = Vec::with_capacity(element.attrs.len());
+    // The length of the lists that follow a stackDepth.
+    let mut depth = 0usize;
     for attr in element.attrs {
         let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
             let end = *at + n;
@@ -174,9 +188,52 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
             Ty::Long | Ty::Time | Ty::Duration => Value::Long(u64::from_le_bytes(
                 take(&mut at, 8)?.try_into().unwrap_or([0; 8]),
             )),
-            Ty::Int => Value::Int(u32::from_le_bytes(
-                take(&mut at, 4)?.try_into().unwrap_or([0; 4]),
-            )),
+            Ty::Int => {
+                let v = u32::from_le_bytes(take(&mut at, 4)?.try_into().unwrap_or([0; 4]));
+                if attr.name == "stackDepth" {
+                    depth = v as usize;
+                }
+                Value::Int(v)
+            }
+            Ty::Longs => {
+                let need = depth.checked_mul(8).filter(|&n| n <= body.len());
+                let need = need.ok_or_else(|| {
+                    format!(
+                        "{}: a stack of {} frames is longer than the message",
+                        element.name, depth
+                    )
+                })?;
+                let bytes = take(&mut at, need)?;
+                let items: Vec<String> = bytes
+                    .chunks(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string())
+                    .collect();
+                Value::Str(Cow::Owned(items.join(" ")))
+            }
+            Ty::Strs => {
+                let mut items = Vec::with_capacity(depth.min(body.len()));
+                for _ in 0..depth {
+                    let rest = &body[at.min(body.len())..];
+                    let Some(len) = rest.iter().position(|&b| b == 0) else {
+                        return Err(format!(
+                            "{}: attribute {} has no NUL",
+                            element.name, attr.name
+                        ));
+                    };
+                    let s = std::str::from_utf8(&rest[..len]).map_err(|_| {
+                        format!("{}: attribute {} is not UTF-8", element.name, attr.name)
+                    })?;
+                    if s.contains(' ') {
+                        return Err(format!(
+                            "{}: a stack method {:?} has a space",
+                            element.name, s
+                        ));
+                    }
+                    items.push(s.to_string());
+                    at += len + 1;
+                }
+                Value::Str(Cow::Owned(items.join(" ")))
+            }
             Ty::Byte => Value::Byte(take(&mut at, 1)?[0]),
             Ty::Str => {
                 let rest = &body[at.min(body.len())..];

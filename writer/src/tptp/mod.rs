@@ -93,6 +93,20 @@
 //! 2001 objDef           objId L, time T, classIdRef L, isArray B?, size L?
 //!                       (an object first seen, not allocated while traced)
 //! 2002 userEvent        time T, text S
+//!
+//! monitors=on, each with the thread's stack (innermost frame first):
+//!   stack := stackDepth I, stackMethods S[] (methodIds), stackLines L[] (source lines, 0 where
+//!            unknown); S[] and L[] hold stackDepth items back to back; in XML each is one
+//!            attribute of space-separated items, written when not empty
+//! 1032 monWait          threadIdRef L, time T, objIdRef L, timeout L?, stack
+//! 1033 monWaited        (as monWait)
+//! 1034 monContendedEnter threadIdRef L, time T, objIdRef L, threadOwnerIdRef L?, stack
+//! 1035 monContendedEntered threadIdRef L, time T, objIdRef L, stack
+//! 2003 monNotify, 2004 monNotifyAll, 2005 threadStartCall (objIdRef: the Thread started),
+//! 2006 threadJoin, 2007 threadJoined (objIdRef: the Thread joined)
+//!                       threadIdRef L, time T, objIdRef L, stack
+//! 2008 threadSleep, 2009 threadSlept
+//!                       threadIdRef L, time T, stack
 //! ```
 //!
 //! jlive's readings where the documents are silent: class names are the JVM's internal form
@@ -103,6 +117,10 @@
 //! length (jlive records no byte sizes); each burst is a `traceStart`/`traceEnd` pair with a
 //! fresh `traceId`; node, process, agent and trace IDs are UUIDs made from the host, the pid
 //! and the start time, so that a TPTP file converted to the other form gives the same ones.
+//! The monitor elements' XML attribute names were not found in public copies: the names above
+//! are jlive's, after the table's fields (`threadOwnerIdRef` for its "Thread owner ID"); an
+//! object is its objIdRef (its objDef or objAlloc before), a contended monitor's owner its
+//! threadIdRef when the file has defined that thread (else the attribute is left out).
 
 pub mod binary;
 pub mod read;
@@ -124,6 +142,10 @@ pub enum Ty {
     Time,
     /// A Long of ticks that is a length of time; in XML, seconds.
     Duration,
+    /// String[] / Long[]: as many as the message's `stackDepth` (the Int before them), back to
+    /// back; held (and written in XML) as one string of space-separated items.
+    Strs,
+    Longs,
 }
 
 /// Whether an attribute is written in XML.
@@ -527,6 +549,144 @@ pub const AG_METHOD_EXIT: Element = Element {
     xml_order: &[0, 1],
 };
 
+/// The stack of a concurrency event (`monitors=on`): binary-only fields of the table that
+/// replace XML annotations; jlive writes them in XML too, as space-separated lists.
+const STACK: [Attr; 3] = [
+    a("stackDepth", Int, Always),
+    a("stackMethods", Strs, IfSet),
+    a("stackLines", Longs, IfSet),
+];
+
+const fn with_stack<const N: usize, const M: usize>(head: [Attr; N]) -> [Attr; M] {
+    let mut out = [STACK[0]; M];
+    let mut i = 0;
+    while i < N {
+        out[i] = head[i];
+        i += 1;
+    }
+    out[N] = STACK[0];
+    out[N + 1] = STACK[1];
+    out[N + 2] = STACK[2];
+    out
+}
+
+const MON_WAIT_ATTRS: [Attr; 7] = with_stack([
+    a("threadIdRef", Long, Always),
+    a("time", Time, Always),
+    a("objIdRef", Long, Always),
+    a("timeout", Long, IfSet),
+]);
+
+pub const MON_WAIT: Element = Element {
+    id: 1032,
+    name: "monWait",
+    attrs: &MON_WAIT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5, 6],
+};
+
+pub const MON_WAITED: Element = Element {
+    id: 1033,
+    name: "monWaited",
+    attrs: &MON_WAIT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5, 6],
+};
+
+pub const MON_CONTENDED_ENTER: Element = Element {
+    id: 1034,
+    name: "monContendedEnter",
+    attrs: &with_stack::<4, 7>([
+        a("threadIdRef", Long, Always),
+        a("time", Time, Always),
+        a("objIdRef", Long, Always),
+        a("threadOwnerIdRef", Long, IfSet),
+    ]),
+    xml_order: &[0, 1, 2, 3, 4, 5, 6],
+};
+
+/// threadIdRef, time, objIdRef and the stack: monContendedEntered and jlive's own.
+const ON_OBJECT_ATTRS: [Attr; 6] = with_stack([
+    a("threadIdRef", Long, Always),
+    a("time", Time, Always),
+    a("objIdRef", Long, Always),
+]);
+
+pub const MON_CONTENDED_ENTERED: Element = Element {
+    id: 1035,
+    name: "monContendedEntered",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+pub const MON_NOTIFY: Element = Element {
+    id: 2003,
+    name: "monNotify",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+pub const MON_NOTIFY_ALL: Element = Element {
+    id: 2004,
+    name: "monNotifyAll",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+pub const THREAD_START_CALL: Element = Element {
+    id: 2005,
+    name: "threadStartCall",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+pub const THREAD_JOIN: Element = Element {
+    id: 2006,
+    name: "threadJoin",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+pub const THREAD_JOINED: Element = Element {
+    id: 2007,
+    name: "threadJoined",
+    attrs: &ON_OBJECT_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4, 5],
+};
+
+const ON_THREAD_ATTRS: [Attr; 5] =
+    with_stack([a("threadIdRef", Long, Always), a("time", Time, Always)]);
+
+pub const THREAD_SLEEP: Element = Element {
+    id: 2008,
+    name: "threadSleep",
+    attrs: &ON_THREAD_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4],
+};
+
+pub const THREAD_SLEPT: Element = Element {
+    id: 2009,
+    name: "threadSlept",
+    attrs: &ON_THREAD_ATTRS,
+    xml_order: &[0, 1, 2, 3, 4],
+};
+
+/// The element of each concurrency event.
+pub fn sync_element(kind: crate::model::SyncKind) -> &'static Element {
+    use crate::model::SyncKind as K;
+    match kind {
+        K::Wait => &MON_WAIT,
+        K::Waited => &MON_WAITED,
+        K::ContendedEnter => &MON_CONTENDED_ENTER,
+        K::ContendedEntered => &MON_CONTENDED_ENTERED,
+        K::Notify => &MON_NOTIFY,
+        K::NotifyAll => &MON_NOTIFY_ALL,
+        K::Start => &THREAD_START_CALL,
+        K::Join => &THREAD_JOIN,
+        K::Joined => &THREAD_JOINED,
+        K::Sleep => &THREAD_SLEEP,
+        K::Slept => &THREAD_SLEPT,
+    }
+}
+
 /// Every data message jlive writes and reads.
 pub const ELEMENTS: &[&Element] = &[
     &NODE,
@@ -553,6 +713,17 @@ pub const ELEMENTS: &[&Element] = &[
     &AG_METHOD_EXIT,
     &OBJ_DEF,
     &USER_EVENT,
+    &MON_WAIT,
+    &MON_WAITED,
+    &MON_CONTENDED_ENTER,
+    &MON_CONTENDED_ENTERED,
+    &MON_NOTIFY,
+    &MON_NOTIFY_ALL,
+    &THREAD_START_CALL,
+    &THREAD_JOIN,
+    &THREAD_JOINED,
+    &THREAD_SLEEP,
+    &THREAD_SLEPT,
 ];
 
 /// The element of a binary ID.
@@ -589,7 +760,7 @@ impl Value<'_> {
             Long | Time | Duration => Value::Long(0),
             Int => Value::Int(0),
             Byte => Value::Byte(0),
-            Str => Value::Str(Cow::Borrowed("")),
+            Str | Strs | Longs => Value::Str(Cow::Borrowed("")),
         }
     }
 
@@ -609,7 +780,7 @@ impl Value<'_> {
             (Value::Long(_), Long | Time | Duration)
                 | (Value::Int(_), Int)
                 | (Value::Byte(_), Byte)
-                | (Value::Str(_), Str)
+                | (Value::Str(_), Str | Strs | Longs)
         )
     }
 }

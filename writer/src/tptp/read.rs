@@ -5,6 +5,7 @@
 //! file of either form, from the messages its [`Messages`] gives.
 
 use super::*;
+use crate::model::SyncKind;
 use crate::model::{
     self, access, ArrayDef, ClassDef, Enter, Event, Leave, Line, MethodDef, MethodId, TraceInfo,
 };
@@ -357,6 +358,8 @@ impl Translator {
                 ticks,
                 text: m.text("text").to_string(),
             }
+        } else if let Some(kind) = SyncKind::ALL.into_iter().find(|&k| sync_element(k) == e) {
+            Event::Sync(Box::new(self.sync(at, text, m, kind, ticks)?))
         } else if e == &AGENT_DESTROY {
             refers(at, text, m, "agentIdRef", &self.agent)?;
             self.destroyed = Some(at);
@@ -384,6 +387,78 @@ impl Translator {
                 "no agentDestroy: the file is truncated or was not closed",
             ),
         }
+    }
+
+    /// A concurrency event: its stack's methods must be defined; TPTP keeps no hash codes and
+    /// no bytecode indices (locations read as -1).
+    fn sync(
+        &self,
+        at: usize,
+        text: bool,
+        m: &Message,
+        kind: SyncKind,
+        ticks: u64,
+    ) -> Result<model::Sync, DecodeError> {
+        let depth = m.get("stackDepth") as usize;
+        let methods: Vec<&str> = m
+            .text("stackMethods")
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .collect();
+        let lines: Vec<&str> = m
+            .text("stackLines")
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .collect();
+        if methods.len() != depth || lines.len() != depth {
+            let message = format!(
+                "{} has stackDepth {} but {} stack methods and {} stack lines",
+                m.element.name,
+                depth,
+                methods.len(),
+                lines.len()
+            );
+            return fail(at, text, message);
+        }
+        let mut stack = Vec::with_capacity(depth);
+        for (method, line) in methods.iter().zip(&lines) {
+            let (Ok(id), Ok(line)) = (method.parse::<u64>(), line.parse::<u32>()) else {
+                return fail(
+                    at,
+                    text,
+                    format!("stack frame {} line {} is not numbers", method, line),
+                );
+            };
+            let Some(&method) = self.methods.get(&id) else {
+                return fail(
+                    at,
+                    text,
+                    format!("stack method {} used before it is defined", id),
+                );
+            };
+            stack.push(model::Frame {
+                method,
+                location: -1,
+                line,
+            });
+        }
+        let object = m.get("objIdRef");
+        let owner = m.get("threadOwnerIdRef");
+        Ok(model::Sync {
+            ticks,
+            thread: id(at, text, m, "threadIdRef")?,
+            kind,
+            thread_hash: 0,
+            object: 0,
+            owner: 0,
+            object_id: if kind.has_object() && object != 0 {
+                u32::try_from(object).unwrap_or(model::NO_OBJECT)
+            } else {
+                model::NO_OBJECT
+            },
+            owner_thread: u32::try_from(owner).ok().filter(|&o| o != 0),
+            stack,
+        })
     }
 
     /// The method of a methodEntry or methodExit, which must be of its `classIdRef`.

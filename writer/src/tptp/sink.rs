@@ -207,6 +207,28 @@ impl<E: Encode> TptpSink<E> {
     }
 
     /// The TPTP ID of a method.
+    /// A concurrency event, with its stack as method IDs and source lines.
+    fn sync(&self, s: &model::Sync) -> Message<'static> {
+        let mut m = Message::new(sync_element(s.kind))
+            .long("threadIdRef", u64::from(s.thread))
+            .long("time", s.ticks);
+        if s.kind.has_object() && s.object_id != model::NO_OBJECT {
+            m = m.long("objIdRef", u64::from(s.object_id));
+        }
+        if let Some(owner) = s.owner_thread {
+            m = m.long("threadOwnerIdRef", u64::from(owner));
+        }
+        let methods: Vec<String> = s
+            .stack
+            .iter()
+            .map(|f| self.method_id(f.method).to_string())
+            .collect();
+        let lines: Vec<String> = s.stack.iter().map(|f| f.line.to_string()).collect();
+        m.set("stackDepth", Value::Int(s.stack.len() as u32))
+            .str("stackMethods", methods.join(" "))
+            .str("stackLines", lines.join(" "))
+    }
+
     fn method_id(&self, m: model::MethodId) -> u64 {
         self.methods
             .get(m.class as usize)
@@ -295,8 +317,7 @@ impl<E: Encode> TptpSink<E> {
 impl<E: Encode> Sink for TptpSink<E> {
     fn event(&mut self, event: &Event) -> io::Result<()> {
         let m = match event {
-            // Concurrency events reach only ORCA in this build (options refuse monitors=on).
-            Event::Sync(_) => return Ok(()),
+            Event::Sync(s) => self.sync(s),
             Event::VmInit { ticks } => Message::new(&RUNTIME_INIT_DONE).long("time", *ticks),
             Event::VmDeath { ticks } => Message::new(&RUNTIME_SHUTDOWN).long("time", *ticks),
             Event::BurstBegin { ticks, burst } => {

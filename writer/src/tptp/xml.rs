@@ -285,7 +285,7 @@ pub fn parse_element(line: &str) -> Result<Message<'static>, String> {
             Ty::Long => Value::Long(raw.parse().map_err(|_| bad())?),
             Ty::Int => Value::Int(raw.parse().map_err(|_| bad())?),
             Ty::Byte => Value::Byte(raw.parse().map_err(|_| bad())?),
-            Ty::Str => Value::Str(Cow::Owned(unescape(raw)?.into_owned())),
+            Ty::Str | Ty::Strs | Ty::Longs => Value::Str(Cow::Owned(unescape(raw)?.into_owned())),
         };
     }
     for (i, attr) in element.attrs.iter().enumerate() {
