@@ -1206,13 +1206,15 @@ fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
     {
         let dir = scratch("killed");
         let file = dir.join(format!("k.{}", format.extension()));
+        let socket = dir.join("c.sock");
         let mut child = std::process::Command::new(jdk.java())
             .arg(format!(
-                "-agentpath:{}=format={},file={},compress={}",
+                "-agentpath:{}=format={},file={},compress={},control={}",
                 agent().display(),
                 format.name(),
                 file.display(),
-                if gzip { "gzip" } else { "off" }
+                if gzip { "gzip" } else { "off" },
+                socket.display()
             ))
             .arg("-cp")
             .arg(classes())
@@ -1225,12 +1227,19 @@ fn a_killed_jvm_leaves_a_file_readable_up_to_its_last_flush() {
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line.trim(), "ready");
-        // Past the 100 ms flush interval, then SIGKILL: no VM death, no close.
-        std::thread::sleep(std::time::Duration::from_millis(500));
+        // Everything recorded so far written (`jlive ctl flush`: the writer thread runs
+        // niced, and on a busy host the JIT's threads can keep it from its 100 ms flush for
+        // seconds), then SIGKILL: no VM death, no close.
+        ok(&socket, &["flush"]);
+        let path = if gzip {
+            dir.join(format!("k.{}.gz", format.extension()))
+        } else {
+            file.clone()
+        };
         child.kill().unwrap();
         child.wait().unwrap();
         let data = if gzip {
-            let compressed = std::fs::read(dir.join(format!("k.{}.gz", format.extension())));
+            let compressed = std::fs::read(&path);
             let compressed = compressed.expect("the agent names a compressed file .gz");
             let data = decompressed(&compressed);
             let read = Trace::decode(&compressed).expect("decodes");

@@ -121,10 +121,10 @@ fn record(
     };
     // Formats but ORCA name objects by ID: the monitor (or thread) is tagged, and defined
     // first, as a receiver is.
-    let object_id = if p.options.monitor_object_ids() && !object.is_null() {
-        crate::callbacks::object_id(p, jvmti, env, object, ticks)
+    let (object_id, object_class) = if p.options.monitor_object_ids() && !object.is_null() {
+        crate::callbacks::object_identity(p, jvmti, env, object, ticks)
     } else {
-        NO_OBJECT
+        (NO_OBJECT, None)
     };
     let info = SyncInfo {
         kind,
@@ -132,6 +132,7 @@ fn record(
         object_hash: hash(object),
         owner_hash,
         object_id,
+        object_class,
         owner_key: (owner_hash != 0)
             .then(|| p.registry.thread_by_hash(owner_hash))
             .flatten(),

@@ -67,7 +67,7 @@ pub fn hook_calls(
         return Ok(None);
     }
     let this = cf.pool.class_name(cf.this_class)?.to_vec();
-    let extends_thread = cf.super_name()?.as_deref() == Some("java/lang/Thread");
+    let superclass = cf.super_name()?.map(|s| s.into_owned()).unwrap_or_default();
     // The sleep descriptors this class declares itself (hiding Thread's).
     let mut own_sleeps = Vec::new();
     for m in &cf.methods {
@@ -75,10 +75,16 @@ pub fn hook_calls(
             own_sleeps.push(cf.pool.utf8(m.descriptor)?.to_vec());
         }
     }
+    // The class itself inherits Thread's sleep through its superclass, unless it declares one.
     let thread = |owner: &[u8], desc: &[u8]| {
-        owner == b"java/lang/Thread"
-            || (owner == this.as_slice() && extends_thread && !own_sleeps.iter().any(|d| d == desc))
-            || (owner != this.as_slice() && is_thread(owner, desc))
+        if owner == b"java/lang/Thread" {
+            true
+        } else if owner == this.as_slice() {
+            !own_sleeps.iter().any(|d| d == desc)
+                && (superclass == "java/lang/Thread" || is_thread(superclass.as_bytes(), desc))
+        } else {
+            is_thread(owner, desc)
+        }
     };
     let mut added: Vec<((&str, &str), u16)> = Vec::new();
     let mut changed = false;

@@ -289,6 +289,15 @@ impl Checker {
     /// span; a span left open at the end is counted (a thread may wait for ever).
     fn sync(&mut self, at: usize, s: &Sync) -> Result<(), DecodeError> {
         self.summary.syncs += 1;
+        if s.object_id != NO_OBJECT {
+            self.need_object(at, s.object_id)?;
+        }
+        if let Some(owner) = s.owner_thread {
+            if !self.threads.contains(&owner) {
+                let message = format!("monitor owner thread {} is not defined", owner);
+                return self.fail(at, message);
+            }
+        }
         for f in &s.stack {
             let methods = self.need_class(at, f.method.class)?;
             if usize::from(f.method.index) >= methods {

@@ -16,6 +16,8 @@ use flate2::write::GzEncoder;
 use flate2::{read::MultiGzDecoder, Compression};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The two bytes every gzip member starts with.
 pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -90,7 +92,7 @@ impl Drop for Out {
 /// What a reader reads: the file's bytes, or what they decompress to.
 pub enum Whole<R: Read> {
     Plain(R),
-    Gzip(Box<Cut<MultiGzDecoder<R>>>),
+    Gzip(Box<Cut<MultiGzDecoder<Counted<R>>>>),
 }
 
 impl<R: Read> Read for Whole<R> {
@@ -108,9 +110,16 @@ impl<R: Read> Whole<R> {
     /// first bytes, already read from it and put back in front).
     pub fn of(prefix: &[u8], reader: R) -> Whole<R> {
         if prefix.starts_with(&MAGIC) {
+            let compressed = Arc::new(AtomicU64::new(0));
+            let counted = Counted {
+                inner: reader,
+                read: compressed.clone(),
+            };
             Whole::Gzip(Box::new(Cut {
-                inner: MultiGzDecoder::new(reader),
+                inner: MultiGzDecoder::new(counted),
                 ended: false,
+                compressed,
+                out: 0,
             }))
         } else {
             Whole::Plain(reader)
@@ -122,9 +131,36 @@ impl<R: Read> Whole<R> {
 /// deflate block, or before the trailer): what decompressed is read, then the end of the file,
 /// as a plain file would end there; the format's reader then says whether an event or the
 /// file's end is missing.
+///
+/// A corrupt stream can make deflate repeat what it wrote (up to 258 bytes for 2 bits): past
+/// 8 MiB and [`MAX_RATIO`] times the compressed bytes read, the stream is called corrupt
+/// rather than read for minutes (a trace compresses 4 to 11 times at zlib's level 1: h2's
+/// and Fib's, JinsightLive 4x, TPTP binary 6-7x, TPTP XML 8-11x).
 pub struct Cut<R: Read> {
     inner: R,
     ended: bool,
+    /// Compressed bytes read so far, and decompressed bytes given.
+    compressed: Arc<AtomicU64>,
+    out: u64,
+}
+
+/// The most a trace's decompressed bytes may outnumber its compressed ones (past 64 MiB).
+pub const MAX_RATIO: u64 = 48;
+/// (1 MiB in the unit tests, so that they need not decompress 8.)
+const FREE_BYTES: u64 = if cfg!(test) { 1 << 20 } else { 8 << 20 };
+
+/// A reader that counts the bytes read through it.
+pub struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 impl<R: Read> Read for Cut<R> {
@@ -134,7 +170,20 @@ impl<R: Read> Read for Cut<R> {
         }
         loop {
             match self.inner.read(buf) {
-                Ok(n) => return Ok(n),
+                Ok(n) => {
+                    self.out += n as u64;
+                    let compressed = self.compressed.load(Ordering::Relaxed);
+                    if self.out > FREE_BYTES + MAX_RATIO * compressed {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "the compressed file decompresses to more than {} times its size: it is corrupt",
+                                MAX_RATIO
+                            ),
+                        ));
+                    }
+                    return Ok(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                     self.ended = true;
@@ -166,6 +215,23 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         bytes
+    }
+
+    /// A stream that decompresses to far more than a trace would (as a corrupt one can) is an
+    /// error once past the allowance, not read to its end.
+    #[test]
+    fn a_stream_that_decompresses_to_too_much_is_an_error() {
+        // 8 MiB of zeros: about 1000 times smaller compressed.
+        let zeros = vec![0u8; 1 << 20];
+        let mut z = GzEncoder::new(Vec::new(), Compression::new(9));
+        for _ in 0..8 {
+            z.write_all(&zeros).unwrap();
+        }
+        let bytes = z.finish().unwrap();
+        let mut sink = io::sink();
+        let error = io::copy(&mut Whole::of(&bytes, &bytes[..]), &mut sink).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        // What a trace decompresses to passes (the module's other tests).
     }
 
     fn decompressed(bytes: &[u8]) -> io::Result<Vec<u8>> {

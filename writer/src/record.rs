@@ -321,6 +321,8 @@ pub struct SyncInfo {
     /// The object's ID (a format other than ORCA names objects by ID; the agent recorded its
     /// definition first), or [`NO_OBJECT`].
     pub object_id: u32,
+    /// The object's class, for a file that has not defined the object yet.
+    pub object_class: Option<ClassKey>,
     /// The contended monitor's owner, when it is a thread the agent follows.
     pub owner_key: Option<ThreadKey>,
     /// The stack, innermost frame first: each frame's method and bytecode index (-1 native).

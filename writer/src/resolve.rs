@@ -332,16 +332,7 @@ impl<S: Sink> Resolver<S> {
         }
         let ticks = self.file_ticks(ticks);
         self.tick(ticks);
-        // Threads still waiting: their waits are open at the burst's end.
-        let held: Vec<Box<model::Sync>> = self
-            .threads
-            .values_mut()
-            .chain([&mut self.current.1])
-            .filter_map(|s| s.held_wait.take())
-            .collect();
-        for wait in held {
-            self.emit(Event::Sync(wait))?;
-        }
+        self.write_held_waits()?;
         self.in_burst = false;
         self.emit(Event::BurstEnd {
             ticks: self.last_ticks,
@@ -406,6 +397,7 @@ impl<S: Sink> Resolver<S> {
     pub fn finish(mut self, ticks_per_microsecond: Option<u32>) -> io::Result<(S, u64, u64)> {
         let last = self.last_ticks;
         if self.in_burst {
+            self.write_held_waits()?;
             self.in_burst = false;
             self.emit(Event::BurstEnd {
                 ticks: last,
@@ -420,6 +412,20 @@ impl<S: Sink> Resolver<S> {
         self.sink.finish(&ending)?;
         let (events, bytes) = (self.sink.events(), self.sink.bytes());
         Ok((self.sink, events, bytes))
+    }
+
+    /// The waits of threads still waiting as a burst or the file ends: open there.
+    fn write_held_waits(&mut self) -> io::Result<()> {
+        let held: Vec<Box<model::Sync>> = self
+            .threads
+            .values_mut()
+            .chain([&mut self.current.1])
+            .filter_map(|s| s.held_wait.take())
+            .collect();
+        for wait in held {
+            self.emit(Event::Sync(wait))?;
+        }
+        Ok(())
     }
 
     /// Writes one thread's batch. The batch of a carrier thread holds, between a Mount and its
@@ -457,6 +463,11 @@ impl<S: Sink> Resolver<S> {
                         self.threads.remove(&thread);
                         self.symbols.thread_ended(thread);
                     }
+                }
+                RecordKind::Sync => {
+                    // Its details are let go too.
+                    self.symbols.sync(r.key);
+                    self.counts.outside_burst += 1;
                 }
                 _ => self.counts.outside_burst += 1,
             }
@@ -506,8 +517,14 @@ impl<S: Sink> Resolver<S> {
             match record.kind {
                 RecordKind::Mount => self.switch_to(carrier, record.key as ThreadKey),
                 RecordKind::Unmount => self.switch_to(carrier, carrier),
-                _ if thread == UNKNOWN_THREAD => self.counts.unknown_thread += 1,
+                _ if thread == UNKNOWN_THREAD => {
+                    if record.kind == RecordKind::Sync {
+                        self.symbols.sync(record.key);
+                    }
+                    self.counts.unknown_thread += 1
+                }
                 RecordKind::MethodEntry if record.arg == PENDING_OBJECT => {
+                    self.went_on(thread);
                     let bound = bound_receiver(record.key, &slots[i..], overhead);
                     self.constructor_entry(thread, &record, bound.as_ref())?;
                 }
@@ -707,13 +724,32 @@ impl<S: Sink> Resolver<S> {
         // (it holds the monitor), or never (it has recorded nothing since the burst began).
         // An owner not defined yet is defined now, as of the burst's beginning: its own events,
         // earlier than this one, may reach the writer later (it holds the monitor).
-        let owner_thread = match (self.thread_hashes.get(&info.owner_hash), info.owner_key) {
+        let known = info.owner_key.and_then(|key| self.state(key).id);
+        let owner_thread = match (
+            known,
+            self.thread_hashes.get(&info.owner_hash),
+            info.owner_key,
+        ) {
             _ if info.owner_hash == 0 => None,
-            (Some(&id), _) => Some(id),
-            (None, Some(key)) if self.symbols.thread(key).is_some() => {
-                Some(self.thread_id(key, self.burst_began)?)
+            (Some(id), _, _) | (None, Some(&id), _) => Some(id),
+            (None, None, Some(key)) if self.symbols.thread(key).is_some() => {
+                Some(self.thread_id(key, self.burst_began.min(r.ticks))?)
             }
             _ => None,
+        };
+        // The object, defined first if this file has not (after a roll, its tag is old).
+        let object_id = match info.object_class {
+            Some(class) if info.object_id != NO_OBJECT && !self.object_defined(info.object_id) => {
+                match self.object_def(info.object_id, class, NOT_ARRAY, r.ticks)? {
+                    Some(def) => {
+                        self.emit(Event::ObjectDefine(def))?;
+                        info.object_id
+                    }
+                    None => NO_OBJECT,
+                }
+            }
+            _ if self.object_defined(info.object_id) => info.object_id,
+            _ => NO_OBJECT,
         };
         let mut stack = Vec::with_capacity(info.frames.len());
         for (m, location) in info.frames {
@@ -748,7 +784,7 @@ impl<S: Sink> Resolver<S> {
             thread_hash: info.thread_hash,
             object: info.object_hash,
             owner: info.owner_hash,
-            object_id: info.object_id,
+            object_id,
             owner_thread,
             stack,
         });
@@ -1563,6 +1599,8 @@ mod tests {
                     kind,
                     object_hash: hash,
                     object_id: id,
+                    // Objects of app/A, defined by the first event that names each.
+                    object_class: (id != NO_OBJECT).then_some(4),
                     ..SyncInfo::default()
                 },
             );
@@ -1584,6 +1622,7 @@ mod tests {
                 kind: Wait,
                 object_hash: 2,
                 object_id: 20,
+                object_class: Some(4),
                 ..SyncInfo::default()
             },
         );
@@ -1616,6 +1655,15 @@ mod tests {
                 (Wait, 6, 60),
             ]
         );
+        // Each object is defined once, before the first event that names it.
+        let defined: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ObjectDefine(o) => Some(o.object),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(defined, [90, 50, 30, 40, 60, 20]);
         // The open wait comes before the burst's end.
         let end = events
             .iter()

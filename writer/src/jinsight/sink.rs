@@ -69,7 +69,12 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
     /// concurrency events have no JinsightLive form the reader takes (module comment).
     fn contention(&mut self, s: &model::Sync) -> Option<Event> {
         match s.kind {
-            model::SyncKind::ContendedEnter if s.object_id != model::NO_OBJECT => {
+            // A Class object's monitor (static synchronized) has no object ID: not written.
+            model::SyncKind::ContendedEnter if s.object_id == model::NO_OBJECT => {
+                self.contended.remove(&s.thread);
+                None
+            }
+            model::SyncKind::ContendedEnter => {
                 self.contended.insert(s.thread, (s.object_id, s.ticks));
                 None
             }
@@ -162,7 +167,10 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
                     "JinsightLive has no form for calling-context trees (record=tree): write TPTP (format=tptp or tptp-xml)",
                 ))
             }
-            M::BurstBegin { ticks, .. } => Event::BeginBurst { ticks: *ticks },
+            M::BurstBegin { ticks, .. } => {
+                self.contended.clear();
+                Event::BeginBurst { ticks: *ticks }
+            }
             M::BurstEnd { ticks, .. } => Event::EndBurst { ticks: *ticks },
             M::ThreadDefine(t) => {
                 self.threads = self.threads.max(t.id);

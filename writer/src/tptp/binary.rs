@@ -192,6 +192,13 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
                 let v = u32::from_le_bytes(take(&mut at, 4)?.try_into().unwrap_or([0; 4]));
                 if attr.name == "stackDepth" {
                     depth = v as usize;
+                    // Each frame takes at least a NUL and 8 bytes: a bigger count is corrupt.
+                    if depth.saturating_mul(9) > body.len().saturating_sub(at) {
+                        return Err(format!(
+                            "{}: a stack of {} frames does not fit in the message",
+                            element.name, depth
+                        ));
+                    }
                 }
                 Value::Int(v)
             }
@@ -211,7 +218,7 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
                 Value::Str(Cow::Owned(items.join(" ")))
             }
             Ty::Strs => {
-                let mut items = Vec::with_capacity(depth.min(body.len()));
+                let mut items = Vec::with_capacity(depth);
                 for _ in 0..depth {
                     let rest = &body[at.min(body.len())..];
                     let Some(len) = rest.iter().position(|&b| b == 0) else {
