@@ -100,18 +100,7 @@ fn one_run_in_every_format_gives_the_same_figures_and_converts_to_what_was_writt
                 "{:?}: the converted XML differs from the XML written",
                 setup
             );
-            let valid = Command::new("xmllint")
-                .args(["--noout", "--dtdvalid"])
-                .arg(dtd())
-                .arg(&xml)
-                .output()
-                .expect("xmllint (apt-get install -y libxml2-utils)");
-            assert!(
-                valid.status.success(),
-                "{:?}: {}",
-                setup,
-                String::from_utf8_lossy(&valid.stderr)
-            );
+            assert_valid_tptp_xml(&xml, &format!("{:?}", setup));
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

@@ -353,20 +353,7 @@ fn monitors_on_writes_the_programs_events_into_tptp_and_its_contentions_into_jin
                 );
             }
             if format == "tptp-xml" {
-                let dtd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("writer/src/tptp/trace.dtd");
-                let valid = std::process::Command::new("xmllint")
-                    .args(["--noout", "--dtdvalid"])
-                    .arg(dtd)
-                    .arg(&file)
-                    .output()
-                    .expect("xmllint (apt-get install -y libxml2-utils)");
-                assert!(
-                    valid.status.success(),
-                    "{}: {}",
-                    what,
-                    String::from_utf8_lossy(&valid.stderr)
-                );
+                assert_valid_tptp_xml(&file, &what);
             }
             let _ = std::fs::remove_dir_all(&dir);
         }

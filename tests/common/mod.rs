@@ -398,3 +398,20 @@ pub fn number_before(text: &str, phrase: &str) -> u64 {
     word.parse()
         .unwrap_or_else(|_| panic!("{:?} before {:?} is not a number in {}", word, phrase, text))
 }
+
+/// Asserts that a TPTP XML file is valid against writer/src/tptp/trace.dtd (xmllint).
+pub fn assert_valid_tptp_xml(file: &Path, what: &str) {
+    let dtd = Path::new(env!("CARGO_MANIFEST_DIR")).join("writer/src/tptp/trace.dtd");
+    let valid = Command::new("xmllint")
+        .args(["--noout", "--dtdvalid"])
+        .arg(dtd)
+        .arg(file)
+        .output()
+        .expect("xmllint (apt-get install -y libxml2-utils)");
+    assert!(
+        valid.status.success(),
+        "{}: {}",
+        what,
+        String::from_utf8_lossy(&valid.stderr)
+    );
+}

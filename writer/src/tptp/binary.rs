@@ -169,6 +169,26 @@ impl<W: Write> Encode for Encoder<W> {
     }
 }
 
+/// The NUL-terminated UTF-8 string at `*at` in `body`; `*at` moves past its NUL.
+fn c_string<'b>(
+    body: &'b [u8],
+    at: &mut usize,
+    element: &Element,
+    attr: &Attr,
+) -> Result<&'b str, String> {
+    let rest = &body[(*at).min(body.len())..];
+    let Some(len) = rest.iter().position(|&b| b == 0) else {
+        return Err(format!(
+            "{}: attribute {} has no NUL",
+            element.name, attr.name
+        ));
+    };
+    let s = std::str::from_utf8(&rest[..len])
+        .map_err(|_| format!("{}: attribute {} is not UTF-8", element.name, attr.name))?;
+    *at += len + 1;
+    Ok(s)
+}
+
 /// Parses a message's attributes from `body` (its bytes after id and length).
 pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'static>, String> {
     let mut at = 0;
@@ -220,16 +240,7 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
             Ty::Strs => {
                 let mut items = Vec::with_capacity(depth);
                 for _ in 0..depth {
-                    let rest = &body[at.min(body.len())..];
-                    let Some(len) = rest.iter().position(|&b| b == 0) else {
-                        return Err(format!(
-                            "{}: attribute {} has no NUL",
-                            element.name, attr.name
-                        ));
-                    };
-                    let s = std::str::from_utf8(&rest[..len]).map_err(|_| {
-                        format!("{}: attribute {} is not UTF-8", element.name, attr.name)
-                    })?;
+                    let s = c_string(body, &mut at, element, attr)?;
                     if s.contains(' ') {
                         return Err(format!(
                             "{}: a stack method {:?} has a space",
@@ -237,25 +248,13 @@ pub fn parse_message(element: &'static Element, body: &[u8]) -> Result<Message<'
                         ));
                     }
                     items.push(s.to_string());
-                    at += len + 1;
                 }
                 Value::Str(Cow::Owned(items.join(" ")))
             }
             Ty::Byte => Value::Byte(take(&mut at, 1)?[0]),
-            Ty::Str => {
-                let rest = &body[at.min(body.len())..];
-                let Some(len) = rest.iter().position(|&b| b == 0) else {
-                    return Err(format!(
-                        "{}: attribute {} has no NUL",
-                        element.name, attr.name
-                    ));
-                };
-                let s = std::str::from_utf8(&rest[..len]).map_err(|_| {
-                    format!("{}: attribute {} is not UTF-8", element.name, attr.name)
-                })?;
-                at += len + 1;
-                Value::Str(Cow::Owned(s.to_string()))
-            }
+            Ty::Str => Value::Str(Cow::Owned(
+                c_string(body, &mut at, element, attr)?.to_string(),
+            )),
         });
     }
     if at != body.len() {
