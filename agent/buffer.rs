@@ -283,6 +283,11 @@ impl Hub {
         result
     }
 
+    /// Whether the agent runs Java code of its own on this thread now ([`Hub::quietly`]).
+    pub fn is_quiet() -> bool {
+        Hub::current().is_some_and(|b| b.quiet.load(Ordering::Relaxed) != 0)
+    }
+
     /// Ends this thread's recording: its partial batch goes to the writer.
     pub fn detach_current(&self) {
         let _ = OWNER.try_with(|o| o.borrow_mut().take());

@@ -9,7 +9,7 @@ use crate::buffer::Hub;
 use crate::clock;
 use crate::ffi::jvmti::{self, cap, Jvmti};
 use crate::log;
-use crate::options::{Gc, Methods};
+use crate::options::{Gc, Methods, Output};
 use crate::profiler::Profiler;
 use jlive_writer::record::{Message, RecordKind};
 use std::sync::atomic::Ordering;
@@ -80,6 +80,9 @@ pub struct BurstState {
     count: u32,
     /// The current file's number (`%n`).
     file: u32,
+    /// Where the open burst goes: the file, the user trace library, or both.
+    to_file: bool,
+    to_plugin: bool,
 }
 
 impl BurstState {
@@ -108,21 +111,33 @@ impl Profiler {
             return Err("the JVM is shutting down".into());
         }
         let flags = flags.unwrap_or_else(|| self.default_flags());
-        // What threads stored between bursts (virtual threads' mounts and ends) goes before
-        // the burst's beginning.
-        self.hub.collect();
-        let ticks = clock::ticks();
-        self.hub.control(Message::BurstBegin { ticks });
-        if let Some(label) = label.filter(|l| !l.is_empty()) {
-            self.hub.control(Message::UserEvent {
-                ticks,
-                text: format!("burst: {}", label),
-            });
+        let to_file = self.options.writes_file();
+        let to_plugin = self.options.output != Output::File && crate::plugin::started();
+        if !to_file && !to_plugin {
+            return Err("output=plugin and no user trace library is started (plugin= or InstrumentVMSupport.tracingStartup)".into());
         }
-        self.hub.start();
-        crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors);
+        if to_file {
+            // What threads stored between bursts (virtual threads' mounts and ends) goes
+            // before the burst's beginning.
+            self.hub.collect();
+            let ticks = clock::ticks();
+            self.hub.control(Message::BurstBegin { ticks });
+            if let Some(label) = label.filter(|l| !l.is_empty()) {
+                self.hub.control(Message::UserEvent {
+                    ticks,
+                    text: format!("burst: {}", label),
+                });
+            }
+            self.hub.start();
+        }
+        if to_plugin {
+            crate::plugin::begin(flags);
+        }
+        crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors, to_plugin);
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
+        state.to_file = to_file;
+        state.to_plugin = to_plugin;
         state.opened = Some(Instant::now());
 
         state.count += 1;
@@ -136,12 +151,21 @@ impl Profiler {
         let Some(flags) = state.flags.take() else {
             return Err("no burst is open".into());
         };
-        crate::capture::bci::set_gate(Methods::Off, false, false);
+        crate::capture::bci::set_gate(Methods::Off, false, false, false);
+        if state.to_plugin && flags.gc == Gc::On {
+            // While ObjectFree is on: the frees HotSpot holds back reach the library.
+            jvmti.flush_object_frees();
+        }
         self.switch_events(jvmti, flags, false);
-        self.hub.stop_and_collect();
-        self.hub.control(Message::BurstEnd {
-            ticks: clock::ticks(),
-        });
+        if state.to_file {
+            self.hub.stop_and_collect();
+            self.hub.control(Message::BurstEnd {
+                ticks: clock::ticks(),
+            });
+        }
+        if state.to_plugin {
+            crate::plugin::end(self);
+        }
         state.opened = None;
         log::info(&format!("burst {} ended", state.count));
         Ok(format!("burst {} ended", state.count))
@@ -153,6 +177,12 @@ impl Profiler {
         if !state.is_open() {
             return Err("no burst is open: a mark must lie inside a burst".into());
         }
+        if state.to_plugin {
+            crate::plugin::user_event(text);
+        }
+        if !state.to_file {
+            return Ok("marked".into());
+        }
         self.hub.collect();
         self.hub.control(Message::UserEvent {
             ticks: clock::ticks(),
@@ -163,6 +193,9 @@ impl Profiler {
 
     /// A USER_EVENT recorded on the calling Java thread (the Java API).
     pub fn thread_event(&self, text: String) -> bool {
+        if crate::plugin::delivering() {
+            crate::plugin::user_event(&text);
+        }
         let Some(buffer) = Hub::current() else {
             return false;
         };
@@ -187,6 +220,9 @@ impl Profiler {
         let mut state = self.bursts.lock();
         if self.closed.load(Ordering::SeqCst) {
             return Err("the JVM is shutting down".into());
+        }
+        if !self.options.writes_file() {
+            return Err("output=plugin writes no file to roll".into());
         }
         state.file += 1;
         let path = self

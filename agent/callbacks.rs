@@ -11,6 +11,7 @@ use crate::clock;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
 use crate::profiler::{self, Profiler};
+use jlive_writer::record::Symbols;
 use jlive_writer::record::{
     ClassKey, RecordKind, ThreadInfo, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT, UNKNOWN_THREAD,
 };
@@ -396,6 +397,7 @@ pub extern "C" fn gc_start(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcStart, 0);
+            crate::plugin::gc_event(p, true);
         }
     });
 }
@@ -404,6 +406,7 @@ pub extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcFinish, 0);
+            crate::plugin::gc_event(p, false);
         }
     });
 }
@@ -413,6 +416,7 @@ pub extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
         let Some(p) = profiler::get() else { return };
         if is_object_id(tag) {
             append_from_gc(p, RecordKind::ObjectFree, tag as u32);
+            crate::plugin::object_freed(p, tag as u32);
         }
     });
 }
@@ -429,26 +433,48 @@ pub extern "C" fn object_alloc(
 ) {
     guard(|| {
         if let Some(p) = profiler::get() {
-            record_allocation(p, Jvmti::from_raw(env), jni, object, thread);
+            record_allocation(p, Jvmti::from_raw(env), jni, object, thread, false);
         }
     });
 }
 
 /// An allocation (SampledObjectAlloc, VMObjectAlloc, or the bci `allocated` trampoline):
 /// tags the object with a new ID and records ObjectAlloc. An object already tagged (seen by
-/// two of these) is recorded once.
+/// two of these) is recorded once. `site` (capture=bci's allocation sites, which report each
+/// object once, after its constructor): an object its constructor tagged already (objects=on)
+/// is still this allocation for a user trace library.
 pub fn record_allocation(
     p: &'static Profiler,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     object: jobject,
     thread: jthread,
+    site: bool,
 ) {
     let Some(jni) = Jni::from_callback(jni) else {
         return;
     };
-    if !p.hub.is_tracing() || object.is_null() || jvmti.tag(object) != Ok(0) {
+    if !p.capturing() || object.is_null() {
         return;
+    }
+    match jvmti.tag(object) {
+        Ok(0) => {}
+        Ok(tag) if site && is_object_id(tag) && crate::plugin::delivering() => {
+            let classes = Classes {
+                jvmti,
+                jni,
+                registry: &p.registry,
+            };
+            let key = p
+                .hub
+                .quietly(|| jni.object_class(object).and_then(|c| classes.key(c)));
+            if let Some(class) = key.and_then(|k| p.registry.class(k)) {
+                let size = jvmti.object_size(object).unwrap_or(0);
+                crate::plugin::allocated(tag as u32, &class.name, size);
+            }
+            return;
+        }
+        _ => return,
     }
     if Hub::current().is_none() && !attach_java_thread(p, jvmti, thread) {
         return;
@@ -473,6 +499,12 @@ pub fn record_allocation(
     } else {
         NOT_ARRAY
     };
+    if crate::plugin::delivering() {
+        if let Some(class) = p.registry.class(key) {
+            let size = jvmti.object_size(object).unwrap_or(0);
+            crate::plugin::allocated(id, &class.name, size);
+        }
+    }
     // Stamped after the registration above, which may have run (muted) Java code.
     let ticks = clock::ticks();
     if let Some(b) = Hub::current() {

@@ -35,7 +35,7 @@ pub const IDLE: Duration = Duration::from_secs(60);
 const TICK: Duration = Duration::from_millis(100);
 
 const HELP: &str =
-    "commands: start [label] | stop | mark TEXT | status | roll | flush | help | quit; \
+    "commands: start [label] | stop | mark TEXT | status | roll | flush | heap FILE | help | quit; \
                     one-byte: 1 start, 2 stop, 3 roll (answered with the byte 9)";
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -470,6 +470,8 @@ impl Client {
             "status" => Ok(p.status()),
             "roll" => p.roll(),
             "flush" => p.flush(),
+            "heap" if rest.is_empty() => Err("heap needs the path of the file to write".into()),
+            "heap" => crate::heap::to_file(p, rest),
             "help" => Ok(HELP.into()),
             "auth" => Ok("already authenticated".into()),
             "quit" | "exit" => return ("ok bye".into(), false),

@@ -32,7 +32,24 @@ pub fn bind_if_api(jvmti: Jvmti, jni: Jni<'_>, class: jclass) {
         (c"event0", c"(Ljava/lang/String;)V", event0 as *mut c_void),
         (c"tracing0", c"()Z", tracing0 as *mut c_void),
     ];
-    if jni.register_natives(class, &natives) {
+    let vajava: [(&std::ffi::CStr, &std::ffi::CStr, *mut c_void); 3] = [
+        (
+            c"startup0",
+            c"(Ljava/lang/String;)Ljava/lang/String;",
+            startup0 as *mut c_void,
+        ),
+        (
+            c"shutdown0",
+            c"()Ljava/lang/String;",
+            shutdown0 as *mut c_void,
+        ),
+        (c"refs0", c"()Ljava/lang/String;", refs0 as *mut c_void),
+    ];
+    let mut all = natives.to_vec();
+    if signature == API_CLASSES[1] {
+        all.extend(vajava);
+    }
+    if jni.register_natives(class, &all) {
         jni.set_static_boolean(class, c"bound", true);
     } else {
         crate::log::warn(&format!("cannot bind the natives of {}", signature));
@@ -82,6 +99,53 @@ extern "system" fn event0(env: *mut JNIEnv, _class: jclass, message: jstring) {
         if let (Some(p), Some(text)) = (profiler::get(), jni.string(message)) {
             p.thread_event(text);
         }
+    })
+}
+
+/// The answer of a VA/Java native: null when it worked, else the error's text (thrown as
+/// InstrumentVMException by the Java side).
+fn answer(jni: Jni<'_>, result: Result<String, String>) -> jstring {
+    match result {
+        Ok(_) => std::ptr::null_mut(),
+        Err(e) => jni.new_string(&e),
+    }
+}
+
+/// `startup0(name)`: tracingStartup.
+extern "system" fn startup0(env: *mut JNIEnv, _class: jclass, name: jstring) -> jstring {
+    guarded(env, std::ptr::null_mut(), |jni| {
+        let Some(p) = profiler::get() else {
+            return std::ptr::null_mut();
+        };
+        let result = match jni.string(name) {
+            Some(name) => crate::plugin::startup(p, &name),
+            None => Err("tracingStartup needs a library name".into()),
+        };
+        if let Err(e) = &result {
+            crate::log::warn(e);
+        }
+        answer(jni, result)
+    })
+}
+
+/// `shutdown0()`: tracingShutdown.
+extern "system" fn shutdown0(env: *mut JNIEnv, _class: jclass) -> jstring {
+    guarded(env, std::ptr::null_mut(), |jni| {
+        let Some(p) = profiler::get() else {
+            return std::ptr::null_mut();
+        };
+        answer(jni, crate::plugin::shutdown(p))
+    })
+}
+
+/// `refs0()`: reportObjectReferences, on this thread.
+extern "system" fn refs0(env: *mut JNIEnv, _class: jclass) -> jstring {
+    guarded(env, std::ptr::null_mut(), |jni| {
+        let Some(p) = profiler::get() else {
+            return std::ptr::null_mut();
+        };
+        let result = crate::plugin::report_references(p, jni).map(|n| n.to_string());
+        answer(jni, result)
     })
 }
 

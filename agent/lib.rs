@@ -9,6 +9,8 @@
 //! - `callbacks.rs`: every other JVMTI event (threads, classes, GC, allocations, frees).
 //! - `classes.rs` + `registry.rs`: JVM classes, methods and threads as keys the writer resolves.
 //! - `buffer.rs`: per-thread lock-free buffers and the hub that sends batches to the writer.
+//! - `plugin.rs`: VA/Java user trace libraries, called on the thread of each event;
+//!   `heap.rs`: the heap walk behind `jlive ctl heap` and `reportObjectReferences()`.
 //! - `clock.rs`: the tick counter; `log.rs`: the agent's own messages.
 //! - `ffi/`: the thin unsafe layer over JVMTI and JNI.
 //!
@@ -24,8 +26,10 @@ pub mod clock;
 pub mod control;
 pub mod entry;
 pub mod ffi;
+pub mod heap;
 pub mod javaapi;
 pub mod log;
 pub mod options;
+pub mod plugin;
 pub mod profiler;
 pub mod registry;

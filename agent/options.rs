@@ -46,6 +46,15 @@ pub enum Gc {
     Off,
 }
 
+/// Where a burst's events go (`output=`): the trace file, the user trace library loaded by
+/// `plugin=` or `InstrumentVMSupport.tracingStartup`, or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    File,
+    Plugin,
+    Both,
+}
+
 /// Everything the agent was asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -79,6 +88,12 @@ pub struct Options {
     /// sleeps, and contended monitors.
     pub monitors: bool,
     monitors_given: Option<bool>,
+    objects_given: bool,
+    /// `plugin=`: a user trace library (VA/Java's InstrumentTrace* entry points).
+    pub plugin: Option<String>,
+    /// Where bursts go; a loaded plug-in always gets them unless this is `File`.
+    pub output: Output,
+    output_given: bool,
     /// Whether `format=` was given (record=tree then writes TPTP unless it was).
     format_given: bool,
     /// overflow=drop: drop method records rather than wait for a writer that is behind.
@@ -114,6 +129,10 @@ impl Default for Options {
             gzip: false,
             monitors: false,
             monitors_given: None,
+            objects_given: false,
+            plugin: None,
+            output: Output::Both,
+            output_given: false,
             tree: false,
             format_given: false,
             drop_when_behind: false,
@@ -241,12 +260,22 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "wait | drop",
         "when the writer is behind: a thread waits (nothing lost), or drops its batch's method records, counted in status and marked in the trace",
     ),
+    (
+        "plugin",
+        "(none)",
+        "a user trace library (VA/Java's InstrumentTraceStartup/Begin/Event/End/Shutdown, examples/trace/) that gets every event on the thread that caused it; implies output=plugin and objects=on unless given",
+    ),
+    (
+        "output",
+        "both | plugin | file",
+        "where bursts go: the trace file and a plug-in once one is loaded (plugin= or InstrumentVMSupport.tracingStartup), the plug-in only (no file is written), or the file only",
+    ),
     ("log", "stderr | PATH", "where jlive's own messages go"),
     ("help", "", "print this table and exit"),
 ];
 
 /// Keys of DESIGN.md that this build does not implement yet.
-const LATER: &[&str] = &["plugin", "jvmpi"];
+const LATER: &[&str] = &["jvmpi"];
 
 const PLATFORMS: &str = "auto, linux_x86, linux_390, win32_x86, aix_ppc, os390, solaris_sparc";
 
@@ -365,7 +394,15 @@ fn platform(value: &str) -> Result<Option<u32>, OptionError> {
         .ok_or_else(|| bad_value("platform", value, PLATFORMS))
 }
 
+/// The file of output=plugin.
+pub const NO_FILE: &str = "/dev/null";
+
 impl Options {
+    /// Whether bursts write the trace file.
+    pub fn writes_file(&self) -> bool {
+        self.output != Output::Plugin
+    }
+
     /// Parses the string after `=` in `-agentpath:libjlive.so=...`.
     pub fn parse(text: &str) -> Result<Options, OptionError> {
         Options::parse_over(Options::default(), text)
@@ -418,6 +455,24 @@ impl Options {
             }
         } else if let Some(on) = o.monitors_given {
             o.monitors = on;
+        }
+        if o.plugin.is_some() {
+            if !o.output_given {
+                o.output = Output::Plugin;
+            }
+            if !o.objects_given {
+                // A user library's method events carry their receivers.
+                o.objects = true;
+            }
+        }
+        if o.output == Output::Plugin {
+            if o.file.is_some() || o.format_given || o.tree {
+                return Err(OptionError(
+                    "output=plugin writes no file: give output=both to have file=, format= or record= too".into(),
+                ));
+            }
+            // The writer runs as ever, into nothing.
+            o.file = Some(NO_FILE.to_string());
         }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
@@ -495,7 +550,23 @@ impl Options {
                 }
             }
             "alloc" => self.alloc = on_off(key, value)?,
-            "objects" => self.objects = on_off(key, value)?,
+            "objects" => {
+                self.objects = on_off(key, value)?;
+                self.objects_given = true;
+            }
+            "plugin" if value.is_empty() => {
+                return Err(bad_value(key, value, "the path of a user trace library"))
+            }
+            "plugin" => self.plugin = Some(value.to_string()),
+            "output" => {
+                self.output = match value {
+                    "both" => Output::Both,
+                    "plugin" => Output::Plugin,
+                    "file" => Output::File,
+                    _ => return Err(bad_value(key, value, "both, plugin, file")),
+                };
+                self.output_given = true;
+            }
             "inline" => {
                 self.inline = match value {
                     "auto" => None,
@@ -837,10 +908,27 @@ mod tests {
                 e
             );
         }
-        assert!(Options::parse("plugin=x.so")
+        assert!(Options::parse("jvmpi=x.so")
             .unwrap_err()
             .0
             .contains("not available"));
+    }
+
+    #[test]
+    fn a_plugin_alone_gets_the_bursts_with_receivers_and_no_file() {
+        let o = Options::parse("plugin=/x/libtrace.so").unwrap();
+        assert_eq!(o.plugin.as_deref(), Some("/x/libtrace.so"));
+        assert_eq!((o.output, o.objects), (Output::Plugin, true));
+        assert!(!o.writes_file());
+        assert_eq!(o.file_path(1, 0, 0), NO_FILE);
+        let o = Options::parse("plugin=t.so,output=both,file=x.trc,objects=off").unwrap();
+        assert_eq!((o.output, o.objects), (Output::Both, false));
+        assert_eq!(o.file_path(1, 0, 0), "x.trc");
+        let e = Options::parse("plugin=t.so,file=x.trc").unwrap_err().0;
+        assert!(e.contains("output=both"), "{}", e);
+        assert_eq!(Options::parse("").unwrap().output, Output::Both);
+        assert!(Options::parse("output=maybe").is_err());
+        assert!(Options::parse("plugin=").is_err());
     }
 
     #[test]

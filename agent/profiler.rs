@@ -69,6 +69,8 @@ pub struct Profiler {
     /// Which classes are traced (also applied by the writer).
     pub filter: ClassFilter,
     pub bci: crate::capture::bci::BciStats,
+    /// `plugin=`: the user trace library opened at load, started at VM init.
+    plugin: Option<&'static crate::plugin::Loaded>,
     listener: Mutex<Option<Listener>>,
     control: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -375,6 +377,13 @@ fn start_with(
         hub.drop_when_behind();
     }
     let filter = ClassFilter::new(&options.include, &options.exclude);
+    // Its entry points are checked now; a library that lacks one is a line, and the JVM runs
+    // without it.
+    let plugin = options.plugin.as_deref().and_then(|path| {
+        crate::plugin::open(path)
+            .map_err(|e| log::warn(&untraced(&options, &e)))
+            .ok()
+    });
     if bci {
         registry.use_bci();
         report_thread_locals();
@@ -395,6 +404,7 @@ fn start_with(
         main_class: OnceLock::new(),
         filter,
         bci: Default::default(),
+        plugin,
         listener: Mutex::new(listener),
         control: Mutex::new(None),
         writer: Mutex::new(Some(writer)),
@@ -403,6 +413,15 @@ fn start_with(
         return Err("libjlive.so is loaded twice; give it once".into());
     }
     get().ok_or("profiler state lost")?.set_callbacks()
+}
+
+/// The line for a plug-in that cannot be used.
+fn untraced(o: &Options, why: &str) -> String {
+    if o.writes_file() {
+        format!("{}; bursts go to the trace file only", why)
+    } else {
+        format!("{}; the JVM runs untraced", why)
+    }
 }
 
 /// Adds what the options need (failing if the JVM cannot give it) and, when available, what
@@ -607,6 +626,12 @@ impl Profiler {
         }
     }
 
+    /// Whether a burst records anything: to the file, or to a user trace library.
+    #[inline]
+    pub fn capturing(&self) -> bool {
+        self.hub.is_tracing() || crate::plugin::delivering()
+    }
+
     pub fn uses_bci(&self) -> bool {
         self.options.capture == Capture::Bci && self.options.traces_methods()
     }
@@ -680,7 +705,13 @@ impl Profiler {
             ticks: clock::ticks(),
             death: false,
         });
-        if self.options.starts_at_init() {
+        if let Some(loaded) = self.plugin {
+            if let Err(e) = crate::plugin::start(self, loaded) {
+                log::warn(&untraced(&self.options, &e));
+            }
+        }
+        let nowhere = !self.options.writes_file() && !crate::plugin::started();
+        if self.options.starts_at_init() && !nowhere {
             if let Err(e) = self.begin_burst(jvmti, None, None) {
                 log::warn(&format!("cannot begin the first burst: {}", e));
             }
@@ -716,6 +747,9 @@ impl Profiler {
             death: true,
         });
         let _ = self.end_burst(self.jvmti);
+        if crate::plugin::started() {
+            let _ = crate::plugin::shutdown(self);
+        }
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {
             ticks_per_microsecond: clock::refined_rate(),

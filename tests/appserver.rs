@@ -238,6 +238,114 @@ fn tomcat_under_wrk_writes_an_orca_log_that_checks() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `jlive ctl heap` on Tomcat under wrk: the server keeps serving (wrk sees no error), and the
+/// graph's objects by class agree with `jcmd GC.class_histogram` taken right after, within
+/// what the requests allocate in between: 1% (or 100 objects) for each class of 2,000 objects
+/// or more, and for the total.
+#[test]
+fn a_heap_graph_of_tomcat_under_wrk_agrees_with_jcmds_histogram() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let wrk = tomcat_and_wrk();
+    let jdk = &jdks()[0];
+    let dir = scratch("tomcat-heap");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = tomcat_base(&dir, port);
+    let socket = dir.join("ctl.sock");
+    let options = format!("start=paused,control={}", socket.display());
+    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
+        .arg("run")
+        .env("CATALINA_HOME", CATALINA_HOME)
+        .env("CATALINA_BASE", &base)
+        .env("JAVA_HOME", &jdk.home)
+        .env("JLIVE_LIB", agent())
+        .env("JLIVE_OPTIONS", &options)
+        .stdout(std::fs::File::create(dir.join("console.txt")).unwrap())
+        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
+        .spawn()
+        .expect("start catalina.sh run");
+    wait_for_port(port, &mut tomcat);
+    assert!(served(port), "Tomcat did not serve the first request");
+    let url = format!("http://127.0.0.1:{}/index.html", port);
+    let load = std::thread::spawn(move || {
+        let out = Command::new(wrk)
+            .args(["-t2", "-c8", "-d8s", "--timeout", "10s"])
+            .arg(url)
+            .output()
+            .expect("run wrk");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let file = dir.join("tomcat.jlh");
+    let answer = ctl(&socket, &format!("heap {}", file.display()));
+    let histogram = Command::new(jdk.home.join("bin/jcmd"))
+        .arg(tomcat.id().to_string())
+        .arg("GC.class_histogram")
+        .output()
+        .expect("jcmd");
+    let histogram = String::from_utf8_lossy(&histogram.stdout).to_string();
+    let report = load.join().unwrap();
+    assert!(report.contains("Requests/sec"), "{}", report);
+    assert!(
+        !report.contains("Non-2xx") && !report.contains("Socket errors"),
+        "wrk saw errors:\n{}",
+        report
+    );
+    assert!(served(port), "Tomcat serves after the walk");
+    let _ = stop_and_find_trace(&mut tomcat, &base);
+    // jcmd's lines: "   1:  12345  678901  java.lang.String (java.base@17)".
+    let mut theirs: std::collections::HashMap<String, u64> = Default::default();
+    let mut their_total = 0;
+    for line in histogram.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 4 && f[0].ends_with(':') && f[0] != "Total" {
+            if let Ok(n) = f[1].parse::<u64>() {
+                *theirs.entry(f[3].to_string()).or_default() += n;
+                their_total += n;
+            }
+        }
+    }
+    assert!(their_total > 10_000, "{}", histogram);
+    let graph = jlive_writer::heap::read(&std::fs::read(&file).unwrap()).unwrap();
+    let summary = jlive_writer::heap::summarize(&graph, 10);
+    let ours: std::collections::HashMap<&str, u64> = summary
+        .classes
+        .iter()
+        .map(|c| (c.name.as_str(), c.objects))
+        .collect();
+    let near = |a: u64, b: u64| a.abs_diff(b) <= (b / 100).max(100);
+    let mut compared = 0;
+    let mut table = String::new();
+    for (class, &n) in theirs.iter().filter(|(_, &n)| n >= 2000) {
+        let mine = ours.get(class.as_str()).copied().unwrap_or(0);
+        assert!(
+            near(mine, n),
+            "{}: {} in the graph, {} in jcmd's histogram ({})",
+            class,
+            mine,
+            n,
+            answer
+        );
+        table.push_str(&format!("{:>9} {:>9}  {}\n", mine, n, class));
+        compared += 1;
+    }
+    assert!(compared >= 5, "{}", histogram);
+    assert!(
+        near(summary.objects, their_total),
+        "{} objects in the graph, {} in jcmd's histogram",
+        summary.objects,
+        their_total
+    );
+    println!(
+        "{}\n{} classes compared (graph, jcmd):\n{}{:>9} {:>9}  in all\nwrk:\n{}",
+        answer, compared, table, summary.objects, their_total, report
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let wrk = tomcat_and_wrk();

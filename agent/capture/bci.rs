@@ -56,6 +56,9 @@ const GATE_EXITS: i32 = 2;
 const GATE_ALLOCATIONS: i32 = 4;
 /// monitors=on: the concurrency trampolines record (capture::sync).
 const GATE_SYNC: i32 = 8;
+/// A user trace library gets the burst (`plugin.rs`): every method record takes the slow
+/// path, where the library is called.
+const GATE_PLUGIN: i32 = 16;
 
 /// What the instrumentation did, for the log and `status`.
 #[derive(Default)]
@@ -115,7 +118,8 @@ pub fn instruments(p: &Profiler, name: &str) -> bool {
 fn weave(p: &Profiler, first_load: bool) -> Weave {
     Weave {
         objects: p.options.objects,
-        alloc: p.options.alloc,
+        // A user trace library's bursts may ask for allocations (InsTrcTypeAllocOn).
+        alloc: p.options.alloc || p.options.plugin.is_some(),
         wrap_natives: first_load && p.caps.has(cap::SET_NATIVE_METHOD_PREFIX),
         inlinable: p.options.inlinable(),
     }
@@ -240,7 +244,7 @@ fn set_java_gate(jni: Jni<'_>, gate: i32) {
 
 /// Sets the trampolines' gate for a burst that records `methods`, allocations and concurrency
 /// events or not (`Methods::Off` and false close it).
-pub fn set_gate(methods: Methods, alloc: bool, sync: bool) {
+pub fn set_gate(methods: Methods, alloc: bool, sync: bool, plugin: bool) {
     let methods = match methods {
         Methods::Off => 0,
         Methods::Entry => GATE_ENTRIES,
@@ -248,7 +252,8 @@ pub fn set_gate(methods: Methods, alloc: bool, sync: bool) {
     };
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
     let sync = if sync { GATE_SYNC } else { 0 };
-    let gate = methods | alloc | sync;
+    let plugin = if plugin { GATE_PLUGIN } else { 0 };
+    let gate = methods | alloc | sync | plugin;
     GATE.store(gate, Ordering::SeqCst);
     if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
         if p.closed.load(Ordering::SeqCst) {
@@ -310,8 +315,7 @@ fn current_thread(p: &'static Profiler) -> bool {
 /// that a paused JVM pays no clock read.
 #[inline(always)]
 fn recording(what: i32) -> Option<&'static Profiler> {
-    let p =
-        profiler::get().filter(|p| p.hub.is_tracing() && GATE.load(Ordering::Relaxed) & what != 0);
+    let p = profiler::get().filter(|p| p.capturing() && GATE.load(Ordering::Relaxed) & what != 0);
     if p.is_none() {
         not_recording();
     }
@@ -353,7 +357,8 @@ fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
     let Some(b) = Hub::current() else {
         return false;
     };
-    if GATE.load(Ordering::Relaxed) & what == 0 {
+    // Closed for `what`, or open to a plug-in: the full path.
+    if GATE.load(Ordering::Relaxed) & (what | GATE_PLUGIN) != what {
         return false;
     }
     let Some(p) = profiler::get() else {
@@ -435,7 +440,14 @@ extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) 
         if let Some(p) =
             profiler::get().filter(|_| GATE.load(Ordering::Relaxed) & GATE_ALLOCATIONS != 0)
         {
-            crate::callbacks::record_allocation(p, p.jvmti, env, object, std::ptr::null_mut());
+            crate::callbacks::record_allocation(
+                p,
+                p.jvmti,
+                env,
+                object,
+                std::ptr::null_mut(),
+                true,
+            );
         } else {
             not_recording();
         }

@@ -38,6 +38,9 @@ fn record(
     arg: u32,
     attach: impl FnOnce() -> bool,
 ) {
+    if crate::plugin::delivering() {
+        crate::plugin::method(p, kind == RecordKind::MethodEntry, method, arg);
+    }
     if let Some(buffer) = p.hub.current_or(attach) {
         buffer.append(&p.hub, kind, ticks, method, arg, p.hub.overhead(), true);
     }

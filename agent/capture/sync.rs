@@ -42,7 +42,7 @@ pub fn trampoline_bound(jvmti: Jvmti, class: jclass) {
     let _ = TRAMPOLINE_METHODS.set(methods.into_iter().map(|m| m as usize).collect());
 }
 
-fn is_trampoline(method: jmethodID) -> bool {
+pub fn is_trampoline(method: jmethodID) -> bool {
     TRAMPOLINE_METHODS
         .get()
         .is_some_and(|m| m.contains(&(method as usize)))

@@ -268,6 +268,101 @@ impl<'cb> Jni<'cb> {
         done.is_some()
     }
 
+    /// Each garbage collector's name and collection count
+    /// (`ManagementFactory.getGarbageCollectorMXBeans()`); empty if any call fails.
+    pub fn collection_counts(&self) -> Vec<(String, i64)> {
+        let _frame = self.local_frame(32);
+        let mut out = Vec::new();
+        // SAFETY: env is the calling thread's; every name and signature is NUL-terminated
+        // and matches the public Java API called; each result is checked for null and any
+        // exception cleared before the next call.
+        let done = unsafe {
+            (|| {
+                let env = self.env;
+                let find = (**env).FindClass?;
+                let static_method = (**env).GetStaticMethodID?;
+                let method = (**env).GetMethodID?;
+                let factory = find(env, c"java/lang/management/ManagementFactory".as_ptr());
+                let list = find(env, c"java/util/List".as_ptr());
+                let bean = find(env, c"java/lang/management/GarbageCollectorMXBean".as_ptr());
+                if factory.is_null() || list.is_null() || bean.is_null() {
+                    return None;
+                }
+                let beans_of = static_method(
+                    env,
+                    factory,
+                    c"getGarbageCollectorMXBeans".as_ptr(),
+                    c"()Ljava/util/List;".as_ptr(),
+                );
+                let size = method(env, list, c"size".as_ptr(), c"()I".as_ptr());
+                let get = method(
+                    env,
+                    list,
+                    c"get".as_ptr(),
+                    c"(I)Ljava/lang/Object;".as_ptr(),
+                );
+                let name = method(
+                    env,
+                    bean,
+                    c"getName".as_ptr(),
+                    c"()Ljava/lang/String;".as_ptr(),
+                );
+                let count = method(env, bean, c"getCollectionCount".as_ptr(), c"()J".as_ptr());
+                if beans_of.is_null()
+                    || size.is_null()
+                    || get.is_null()
+                    || name.is_null()
+                    || count.is_null()
+                {
+                    return None;
+                }
+                let beans = ((**env).CallStaticObjectMethodA?)(env, factory, beans_of, ptr::null());
+                if beans.is_null() || ((**env).ExceptionCheck?)(env) != 0 {
+                    return None;
+                }
+                let n = ((**env).CallIntMethodA?)(env, beans, size, ptr::null());
+                for i in 0..n.clamp(0, 64) {
+                    let arg = jvalue { i };
+                    let b = ((**env).CallObjectMethodA?)(env, beans, get, &arg);
+                    if b.is_null() || ((**env).ExceptionCheck?)(env) != 0 {
+                        return None;
+                    }
+                    let text = ((**env).CallObjectMethodA?)(env, b, name, ptr::null());
+                    let c = ((**env).CallLongMethodA?)(env, b, count, ptr::null());
+                    if ((**env).ExceptionCheck?)(env) != 0 {
+                        return None;
+                    }
+                    out.push((self.string(text).unwrap_or_default(), c));
+                    if let Some(delete) = (**env).DeleteLocalRef {
+                        delete(env, b);
+                        delete(env, text);
+                    }
+                }
+                Some(())
+            })()
+        };
+        self.clear_exception();
+        if done.is_none() {
+            out.clear();
+        }
+        out
+    }
+
+    /// A new Java string (a local reference; null if it cannot be made).
+    pub fn new_string(&self, text: &str) -> jstring {
+        let text = std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: env is the calling thread's; the text is NUL-terminated.
+        let s = unsafe {
+            (**self.env)
+                .NewStringUTF
+                .map_or(ptr::null_mut(), |f| f(self.env, text.as_ptr()))
+        };
+        if s.is_null() {
+            self.clear_exception();
+        }
+        s
+    }
+
     /// Throws `java.lang.IllegalStateException(message)` in the calling Java thread.
     pub fn throw_illegal_state(&self, message: &str) {
         let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
@@ -386,6 +481,10 @@ struct AttachArgs {
 impl Vm {
     pub fn new(vm: *mut JavaVM) -> Vm {
         Vm(vm)
+    }
+
+    pub fn raw(&self) -> *mut JavaVM {
+        self.0
     }
 
     /// Attaches the calling thread as a daemon thread named `name`; its JNIEnv stays valid

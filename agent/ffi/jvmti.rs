@@ -588,6 +588,153 @@ impl Jvmti {
             .collect()
     }
 
+    /// A thread's name, priority and thread group's name (NULL = the current thread).
+    pub fn thread_details(&self, thread: jthread) -> Result<(String, jint, String)> {
+        let mut info = ThreadInfo::default();
+        call!(self, 9, (jthread, *mut ThreadInfo), thread, &mut info)?;
+        let name = self.take_string(info.name);
+        let group = match info.thread_group {
+            g if g.is_null() => String::new(),
+            g => self
+                .thread_group_info(g)
+                .map(|(n, _)| n)
+                .unwrap_or_default(),
+        };
+        Ok((name, info.priority, group))
+    }
+
+    /// How many frames the current thread's stack holds.
+    pub fn frame_count(&self) -> Option<jint> {
+        let mut count: jint = 0;
+        call!(self, 16, (jthread, *mut jint), ptr::null_mut(), &mut count).ok()?;
+        Some(count)
+    }
+
+    /// An object's size in bytes, as this JVM lays it out.
+    pub fn object_size(&self, object: jobject) -> Option<jlong> {
+        let mut size: jlong = 0;
+        call!(self, 154, (jobject, *mut jlong), object, &mut size).ok()?;
+        Some(size)
+    }
+
+    /// Has HotSpot post the ObjectFree events it holds back after a collection (they come
+    /// from its service thread otherwise, a while later): GetObjectsWithTags flushes them,
+    /// here asked for a tag no object carries.
+    pub fn flush_object_frees(&self) {
+        let tags: [jlong; 1] = [jlong::MIN];
+        let (mut n, mut objects, mut found): (jint, *mut jobject, *mut jlong) =
+            (0, ptr::null_mut(), ptr::null_mut());
+        let got = call!(
+            self,
+            114,
+            (
+                jint,
+                *const jlong,
+                *mut jint,
+                *mut *mut jobject,
+                *mut *mut jlong
+            ),
+            1,
+            tags.as_ptr(),
+            &mut n,
+            &mut objects,
+            &mut found
+        );
+        if got.is_ok() {
+            self.deallocate(objects);
+            self.deallocate(found);
+        }
+    }
+
+    /// A raw monitor: the only lock GC callbacks and ObjectFree may take.
+    pub fn create_raw_monitor(&self, name: &CStr) -> Result<RawMonitor> {
+        let mut monitor: *mut c_void = ptr::null_mut();
+        call!(
+            self,
+            31,
+            (*const c_char, *mut *mut c_void),
+            name.as_ptr(),
+            &mut monitor
+        )?;
+        Ok(RawMonitor(monitor))
+    }
+
+    pub fn raw_monitor_enter(&self, m: RawMonitor) -> Result<()> {
+        call!(self, 33, (*mut c_void), m.0)
+    }
+
+    pub fn raw_monitor_exit(&self, m: RawMonitor) -> Result<()> {
+        call!(self, 34, (*mut c_void), m.0)
+    }
+
+    /// Waits on a monitor this thread holds, at most `millis` (0: until notified).
+    pub fn raw_monitor_wait(&self, m: RawMonitor, millis: jlong) -> Result<()> {
+        call!(self, 35, (*mut c_void, jlong), m.0, millis)
+    }
+
+    pub fn raw_monitor_notify_all(&self, m: RawMonitor) -> Result<()> {
+        call!(self, 37, (*mut c_void), m.0)
+    }
+
+    /// FollowReferences from the heap roots over every reachable object, at a safepoint:
+    /// `visit` gets each reference and may return a tag for an untagged referee. It runs where
+    /// no JNI or JVMTI function may be called; a panic in it aborts the walk.
+    pub fn follow_references(
+        &self,
+        visit: &mut dyn FnMut(&HeapRef) -> Option<jlong>,
+    ) -> Result<()> {
+        let callbacks = HeapCallbacks {
+            heap_reference_callback: Some(heap_reference),
+            ..HeapCallbacks::default()
+        };
+        let mut visit = visit;
+        let data = &mut visit as *mut &mut dyn FnMut(&HeapRef) -> Option<jlong>;
+        call!(
+            self,
+            115,
+            (jint, jclass, jobject, *const HeapCallbacks, *const c_void),
+            0,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            &callbacks,
+            data as *const c_void
+        )
+    }
+
+    /// IterateThroughHeap over every object in the heap, reachable or not, at a safepoint:
+    /// `visit` gets each one's class tag, size, tag and array length (-1: none) and may return
+    /// a tag for it. The same rules as [`Jvmti::follow_references`].
+    pub fn iterate_through_heap(
+        &self,
+        visit: &mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>,
+    ) -> Result<()> {
+        let callbacks = HeapCallbacks {
+            heap_iteration_callback: Some(heap_iteration),
+            ..HeapCallbacks::default()
+        };
+        let mut visit = visit;
+        let data = &mut visit as *mut &mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>;
+        call!(
+            self,
+            116,
+            (jint, jclass, *const HeapCallbacks, *const c_void),
+            0,
+            ptr::null_mut(),
+            &callbacks,
+            data as *const c_void
+        )
+    }
+
+    /// A second JVMTI environment of the same VM, with `caps` (its tags are its own).
+    pub fn new_env(vm: *mut JavaVM, caps: &Capabilities) -> Result<Jvmti> {
+        let env = Jvmti::from_vm(vm).ok_or(JvmtiError(ERROR_NOT_AVAILABLE))?;
+        if let Err(e) = env.add_capabilities(caps) {
+            env.dispose();
+            return Err(e);
+        }
+        Ok(env)
+    }
+
     /// The current thread (a local reference).
     pub fn current_thread(&self) -> Option<jthread> {
         let mut thread: jthread = ptr::null_mut();
@@ -659,6 +806,130 @@ impl Jvmti {
         (!object.is_null()).then_some(object)
     }
 }
+
+/// A jrawMonitorID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawMonitor(*mut c_void);
+
+// SAFETY: a raw monitor ID is valid on every thread of the VM until destroyed (never here).
+unsafe impl Send for RawMonitor {}
+// SAFETY: as above; the monitor functions are thread-safe.
+unsafe impl Sync for RawMonitor {}
+
+/// jvmtiHeapReferenceCallback.
+type HeapReferenceCallback = unsafe extern "C" fn(
+    jint,
+    *const c_void,
+    jlong,
+    jlong,
+    jlong,
+    *mut jlong,
+    *mut jlong,
+    jint,
+    *mut c_void,
+) -> jint;
+
+/// One reference FollowReferences reports: its kind (jvmtiHeapReferenceKind: 1..10 from an
+/// object or class, 21..27 from a root), the referee's class tag, size, tag and array length
+/// (-1: not an array), and the referrer's tag (None for a root).
+pub struct HeapRef {
+    pub kind: jint,
+    pub class_tag: jlong,
+    pub size: jlong,
+    pub tag: jlong,
+    pub length: jint,
+    pub referrer: Option<jlong>,
+}
+
+unsafe extern "C" fn heap_iteration(
+    class_tag: jlong,
+    size: jlong,
+    tag: *mut jlong,
+    length: jint,
+    data: *mut c_void,
+) -> jint {
+    if tag.is_null() || data.is_null() {
+        return VISIT_OBJECTS;
+    }
+    // SAFETY: `data` is the `&mut dyn FnMut` that iterate_through_heap passed, alive for the
+    // iteration; `tag` is JVMTI's for this callback.
+    let (visit, current) = unsafe {
+        (
+            &mut *(data as *mut &mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>),
+            *tag,
+        )
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        visit(class_tag, size, current, length)
+    })) {
+        Ok(Some(new)) => {
+            // SAFETY: as above.
+            unsafe { *tag = new };
+            VISIT_OBJECTS
+        }
+        Ok(None) => VISIT_OBJECTS,
+        Err(_) => VISIT_ABORT,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn heap_reference(
+    kind: jint,
+    _info: *const c_void,
+    class_tag: jlong,
+    _referrer_class_tag: jlong,
+    size: jlong,
+    tag: *mut jlong,
+    referrer_tag: *mut jlong,
+    length: jint,
+    data: *mut c_void,
+) -> jint {
+    if tag.is_null() || data.is_null() {
+        return VISIT_OBJECTS;
+    }
+    // SAFETY: `data` is the `&mut dyn FnMut` that follow_references passed, alive for the
+    // walk; the tag pointers are JVMTI's for this callback (equal for a self-reference, hence
+    // read before the one write).
+    let (visit, current, referrer) = unsafe {
+        let visit = &mut *(data as *mut &mut dyn FnMut(&HeapRef) -> Option<jlong>);
+        let referrer = (!referrer_tag.is_null()).then(|| *referrer_tag);
+        (visit, *tag, referrer)
+    };
+    let r = HeapRef {
+        kind,
+        class_tag,
+        size,
+        tag: current,
+        length,
+        referrer,
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit(&r))) {
+        Ok(Some(new)) => {
+            // SAFETY: as above.
+            unsafe { *tag = new };
+            VISIT_OBJECTS
+        }
+        Ok(None) => VISIT_OBJECTS,
+        Err(_) => VISIT_ABORT,
+    }
+}
+
+/// jvmtiHeapIterationCallback.
+type HeapIterationCallback =
+    unsafe extern "C" fn(jlong, jlong, *mut jlong, jint, *mut c_void) -> jint;
+
+/// jvmtiHeapCallbacks: the iteration and reference callbacks, then 14 slots jlive leaves empty.
+#[repr(C)]
+#[derive(Default)]
+struct HeapCallbacks {
+    heap_iteration_callback: Option<HeapIterationCallback>,
+    heap_reference_callback: Option<HeapReferenceCallback>,
+    others: [Option<unsafe extern "C" fn()>; 14],
+}
+
+/// JVMTI_VISIT_OBJECTS and JVMTI_VISIT_ABORT.
+pub const VISIT_OBJECTS: jint = 0x100;
+pub const VISIT_ABORT: jint = 0x8000;
 
 /// jvmtiFrameInfo.
 #[repr(C)]

@@ -5,3 +5,4 @@ pub mod hooks;
 pub mod jni;
 pub mod jvmti;
 pub mod os;
+pub mod plugin;

@@ -133,6 +133,24 @@ pub fn own_library() -> Option<String> {
     Some(path.to_string_lossy().into_owned())
 }
 
+/// Puts libjlive.so's symbols in the process's global scope (the JVM loads agents with
+/// RTLD_LOCAL), so that a library loaded after it, such as a user trace library calling
+/// `InstrumentSupportCurrentThreadDetails`, finds them. False if it cannot.
+pub fn export_own_symbols() -> bool {
+    let Some(path) = own_library().and_then(|p| std::ffi::CString::new(p).ok()) else {
+        return false;
+    };
+    // SAFETY: the library is loaded already (RTLD_NOLOAD): this only raises its scope; the
+    // handle's extra reference keeps it loaded, as the JVM does anyway.
+    let handle = unsafe {
+        libc::dlopen(
+            path.as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_GLOBAL,
+        )
+    };
+    !handle.is_null()
+}
+
 /// Whether another libjlive.so than this one is mapped into the process (a copy at another
 /// path, or a file replaced since it was loaded): two would share the control socket and the
 /// trace file.

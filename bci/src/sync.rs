@@ -58,6 +58,12 @@ pub fn hook_calls(
     class: &[u8],
     is_thread: &dyn Fn(&[u8], &[u8]) -> bool,
 ) -> Result<Option<Vec<u8>>> {
+    // The names stand in the constant pool as plain bytes: a class without them is not parsed
+    // (most classes: their load pays a scan of their bytes, not a parse).
+    let mentions = |name: &[u8]| class.windows(name.len()).any(|w| w == name);
+    if !mentions(b"notify") && !mentions(b"sleep") {
+        return Ok(None);
+    }
     let mut cf = ClassFile::parse(class)?;
     let named = cf.pool.entries.iter().any(|c| match c {
         super::classfile::Constant::Utf8(s) => NAMES.contains(&s.as_ref()),

@@ -115,7 +115,7 @@ pub fn ctl(args: &[String]) -> Result<u8, String> {
     }
     if rest.is_empty() {
         return Err(
-            "ctl needs a command: start [label] | stop | mark TEXT | status | roll | flush | help"
+            "ctl needs a command: start [label] | stop | mark TEXT | status | roll | flush | heap FILE | help"
                 .into(),
         );
     }
@@ -124,7 +124,16 @@ pub fn ctl(args: &[String]) -> Result<u8, String> {
         Some(t) => t,
         None => the_only_jvm()?,
     };
-    let answer = exchange(&target, &rest.join(" "))?;
+    let mut words = rest.to_vec();
+    if let [command, path] = words.as_mut_slice() {
+        // The JVM writes the file: a relative path is this command's, not the JVM's.
+        if command == "heap" && Path::new(path.as_str()).is_relative() {
+            if let Ok(dir) = std::env::current_dir() {
+                *path = dir.join(&*path).display().to_string();
+            }
+        }
+    }
+    let answer = exchange(&target, &words.join(" "))?;
     println!("{}", answer);
     Ok(if answer.starts_with("ok") { 0 } else { 1 })
 }

@@ -28,7 +28,8 @@ usage:
   jlive stats [--top N] TRACE
         events by type, threads, top methods by calls and by self time; with concurrency
         events (format=orca), the most contended monitors and each thread's waits, joins
-        and sleeps
+        and sleeps; of a heap graph (jlive ctl heap), objects and bytes by class and the
+        largest retainers
   (an ORCA event log is read with its meta log, TRACE.meta, when there is one)
   jlive tree [--min PERCENT] [--thread NAME] TRACE
         each thread's calling-context tree: calls, inclusive and self time, share of the
@@ -52,6 +53,8 @@ usage:
         from jlive ctl); see jlive attach --help
   jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
+        | heap FILE (the live heap's object reference graph, written by the JVM to FILE
+        while the program waits; jlive stats FILE summarises it)
         (without --pid: the only running JVM with a socket in $TMPDIR/jlive-$UID)
   jlive list            JVMs on this machine with a live jlive socket
   jlive help            this text (so does COMMAND --help); agent options: jlive run help -- java
@@ -475,6 +478,18 @@ fn stats(args: &[String]) -> Result<u8, String> {
         ),
         _ => return Err(format!("expected [--top N] TRACE\n\n{}", USAGE)),
     };
+    let mut head = [0u8; 6];
+    let heap = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && jlive_writer::heap::is_heap(&head);
+    if heap {
+        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {}", path, e))?;
+        let graph = jlive_writer::heap::read(&data).map_err(|e| format!("{}: {}", path, e))?;
+        let summary = jlive_writer::heap::summarize(&graph, top);
+        out(&jlive_writer::heap::render(&summary, top));
+        return Ok(0);
+    }
     let length = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
     let mut magic = [0u8; 2];
     let compressed = std::fs::File::open(path)

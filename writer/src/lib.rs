@@ -26,6 +26,7 @@ pub mod file;
 pub mod filter;
 pub mod format;
 pub mod gzip;
+pub mod heap;
 pub mod jinsight;
 pub mod keyhash;
 pub mod model;
