@@ -131,7 +131,7 @@ impl Profiler {
             self.hub.start();
         }
         if to_plugin {
-            crate::plugin::begin(flags);
+            crate::plugin::begin(self, flags);
         }
         crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors, to_plugin);
         self.switch_events(jvmti, flags, true);
@@ -152,10 +152,7 @@ impl Profiler {
             return Err("no burst is open".into());
         };
         crate::capture::bci::set_gate(Methods::Off, false, false, false);
-        if state.to_plugin && flags.gc == Gc::On {
-            // While ObjectFree is on: the frees HotSpot holds back reach the library.
-            jvmti.flush_object_frees();
-        }
+        // Disabling ObjectFree posts the frees HotSpot still holds: they reach the library.
         self.switch_events(jvmti, flags, false);
         if state.to_file {
             self.hub.stop_and_collect();

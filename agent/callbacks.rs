@@ -3,7 +3,9 @@
 //!
 //! GarbageCollectionStart/Finish and ObjectFree run where the JVM forbids almost everything:
 //! they use no JVMTI or JNI function, take no lock a Java thread could hold across a
-//! safepoint, and append without blocking (a full channel grows the buffer instead).
+//! safepoint, and append without blocking (a full channel grows the buffer instead). The user
+//! trace library's queue (`plugin.rs`) is a lock held only around a push or a drain, never
+//! across a call into the JVM, so no holder can be stopped by the safepoint holding it.
 
 use crate::buffer::{Hub, ThreadBuffer};
 use crate::classes::Classes;
@@ -206,6 +208,27 @@ pub fn object_identity(
     (id, class)
 }
 
+/// Defines objects that got their ID outside an event (a heap walk) for the trace file:
+/// (ID, class key, array length or -1), recorded on the calling thread.
+pub fn record_seen(p: &'static Profiler, objects: &[(u32, ClassKey, i32)]) {
+    if !p.hub.is_tracing() {
+        return;
+    }
+    let ticks = clock::ticks();
+    for &(id, class, length) in objects {
+        let length = u32::try_from(length).unwrap_or(NOT_ARRAY);
+        append(
+            p,
+            RecordKind::ObjectSeen,
+            ticks,
+            u64::from(class),
+            id,
+            length,
+            || attach_java_thread(p, p.jvmti, std::ptr::null_mut()),
+        );
+    }
+}
+
 pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
     guard(|| {
         let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
@@ -397,7 +420,7 @@ pub extern "C" fn gc_start(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcStart, 0);
-            crate::plugin::gc_event(p, true);
+            crate::plugin::gc_event(true);
         }
     });
 }
@@ -406,7 +429,7 @@ pub extern "C" fn gc_finish(_env: *mut jvmtiEnv) {
     guard(|| {
         if let Some(p) = profiler::get() {
             append_from_gc(p, RecordKind::GcFinish, 0);
-            crate::plugin::gc_event(p, false);
+            crate::plugin::gc_event(false);
         }
     });
 }
@@ -416,7 +439,7 @@ pub extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
         let Some(p) = profiler::get() else { return };
         if is_object_id(tag) {
             append_from_gc(p, RecordKind::ObjectFree, tag as u32);
-            crate::plugin::object_freed(p, tag as u32);
+            crate::plugin::object_freed(tag as u32);
         }
     });
 }

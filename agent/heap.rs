@@ -3,7 +3,8 @@
 //! - `jlive ctl heap FILE` walks in a JVMTI environment of its own, disposed afterwards, so
 //!   the walk's tags (every object's) leave nothing behind in the JVM ([`to_file`]);
 //! - `InstrumentVMSupport.reportObjectReferences()` walks in jlive's environment, so that an
-//!   object has the ID its allocation and method events gave it ([`Ids::Agent`]).
+//!   object has the ID its allocation and method events gave it ([`Ids::Agent`]); objects it
+//!   names first are defined in the trace file too (when a burst writes one).
 //!
 //! Classes are tagged before the walk and named from their signatures; the walk itself runs
 //! at a safepoint, in a callback that calls nothing in the JVM.
@@ -46,9 +47,16 @@ fn internal_name(signature: &str) -> String {
         .to_string()
 }
 
+/// What a walk found: the graph, and (in jlive's environment) the objects it gave their first
+/// ID: (ID, class key, array length or -1), for the trace file to define.
+pub struct Walked {
+    pub graph: Graph,
+    pub fresh: Vec<(u32, u32, i32)>,
+}
+
 /// Walks the heap in `jvmti` (jlive's environment for [`Ids::Agent`], the walk's own for
 /// [`Ids::Own`]).
-pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Graph, String> {
+pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> {
     let _frame = jni.local_frame(16);
     let classes = jvmti
         .loaded_classes()
@@ -105,6 +113,8 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Graph, String> {
         }
     };
     let mut seen: HashSet<u64> = HashSet::new();
+    let mut fresh = Vec::new();
+    let agent = matches!(ids, Ids::Agent(_));
     let Graph {
         objects,
         refs,
@@ -118,6 +128,9 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Graph, String> {
         } else {
             (id_of(r.tag), None)
         };
+        if agent && new_tag.is_some() && r.class_tag & CLASS_TAG != 0 {
+            fresh.push((id as u32, (r.class_tag & 0xFFFF_FFFF) as u32, r.length));
+        }
         // Reported once per reference to it: listed at the first.
         if seen.insert(id) {
             objects.push(Object {
@@ -165,22 +178,24 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Graph, String> {
             .iterate_through_heap(&mut unreached)
             .map_err(|e| format!("IterateThroughHeap: {}", e))?;
     }
-    Ok(graph)
+    Ok(Walked { graph, fresh })
 }
 
-/// `jlive ctl heap FILE`: the graph of the live heap, walked in an environment of its own,
-/// written to `path`. The answer counts what was written.
+/// `jlive ctl heap FILE`: the graph of the live heap (a full collection first, as
+/// `jmap -dump:live` does), walked in an environment of its own, written to `path`. The answer
+/// counts what was written.
 pub fn to_file(p: &Profiler, path: &str) -> Result<String, String> {
     let mut caps = Capabilities::default();
     caps.set(cap::TAG_OBJECTS);
-    let env = Jvmti::new_env(p.vm.raw(), &caps)
-        .map_err(|e| format!("no JVMTI environment for the walk: {}", e))?;
+    let env =
+        p.vm.new_jvmti_env(&caps)
+            .map_err(|e| format!("no JVMTI environment for the walk: {}", e))?;
     // As `jmap -dump:live` and `jcmd GC.class_histogram` do: only live objects stay.
     if let Err(e) = env.force_garbage_collection() {
         crate::log::info(&format!("no collection before the heap walk: {}", e));
     }
     let graph =
-        p.vm.with_env(|jni| walk(env, jni, Ids::Own))
+        p.vm.with_env(|jni| walk(env, jni, Ids::Own).map(|w| w.graph))
             .unwrap_or_else(|| Err("this thread cannot attach to the JVM".into()));
     // Every tag the walk set goes with its environment.
     env.dispose();

@@ -56,11 +56,19 @@ pub fn bind_if_api(jvmti: Jvmti, jni: Jni<'_>, class: jclass) {
     }
 }
 
-/// Runs a native's body; a panic is thrown into Java as an IllegalStateException.
+/// Runs a native's body; a panic is thrown into Java as an IllegalStateException. Called from
+/// inside a user trace library's handler, it does nothing and throws the same: the handler
+/// may run while jlive holds the burst it would drive.
 fn guarded<T>(env: *mut JNIEnv, fallback: T, f: impl FnOnce(Jni<'_>) -> T) -> T {
     let Some(jni) = Jni::from_callback(env) else {
         return fallback;
     };
+    if crate::plugin::inside_library() {
+        jni.throw_illegal_state(
+            "jlive: the Java API cannot be called from inside a user trace library",
+        );
+        return fallback;
+    }
     match catch_unwind(AssertUnwindSafe(|| f(jni))) {
         Ok(v) => v,
         Err(_) => {

@@ -263,7 +263,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "plugin",
         "(none)",
-        "a user trace library (VA/Java's InstrumentTraceStartup/Begin/Event/End/Shutdown, examples/trace/) that gets every event on the thread that caused it; implies output=plugin and objects=on unless given",
+        "a user trace library (VA/Java's InstrumentTraceStartup/Begin/Event/End/Shutdown, examples/trace/) that gets every event, on the thread that caused it (GC events after the collection, from jlive's thread); implies output=plugin and objects=on unless given",
     ),
     (
         "output",

@@ -6,37 +6,42 @@
 //! - MethodEnter/MethodLeave: `capture::record`, on the thread that calls, as it calls
 //!   (capture=bci sends every record of a plug-in burst down its slow path to get there);
 //! - Allocate: `callbacks::record_allocation`, on the allocating thread;
-//! - UserEvent: `InstrumentVMSupport.userEvent`, on the calling thread;
+//! - UserEvent: `InstrumentVMSupport.userEvent` and `jlive ctl mark`, on the calling thread;
 //! - StartFieldReport/FieldReport/EndFieldReport: `reportObjectReferences()`, on the calling
 //!   thread, after the heap walk (`heap.rs`) that finds them;
-//! - ScavengeStart/End, GGCStart/End and OIDDelete: from jlive's thread `jlive-plugin`,
-//!   right after the collection. HotSpot runs GarbageCollectionStart/Finish and ObjectFree
-//!   where no JNI or JVMTI function may be called (and posts ObjectFree after the collection,
-//!   from its service thread), so those callbacks only queue, under a raw monitor; the thread
-//!   then tells young from full collections by the collectors' counts (GarbageCollectorMXBean)
-//!   and delivers them in order.
+//! - ScavengeStart/End, GGCStart/End and OIDDelete: after the collection, from jlive's thread
+//!   `jlive-plugin` (or, for the last of a burst, from the thread that ends it). HotSpot runs
+//!   GarbageCollectionStart/Finish and ObjectFree where no JNI or JVMTI function may be called
+//!   (and posts ObjectFree after the collection, from its service thread), so those callbacks
+//!   only queue; young and full collections are then told apart by the collectors' counts
+//!   (GarbageCollectorMXBean). The queue's lock is a plain one whose holders never call into
+//!   the JVM: not a raw monitor, which HotSpot 25 may stop a Java thread holding (the service
+//!   thread, notifying it from ObjectFree) at a safepoint whose GC callback then waits for it.
 //!
 //! OIDRename, OIDRangeRename and OIDRangeDelete are never sent: an object's ID is its JVMTI
 //! tag, which a moving collector carries along, so IDs never change.
 //!
 //! A library, once opened, stays loaded (a thread may still be inside it when tracing is shut
-//! down); shutting down waits for the calls in flight, at most two seconds.
+//! down); shutting down waits for the calls in flight, at most two seconds. Java code that a
+//! library's handler runs is not reported to it, and the handler cannot drive jlive (the
+//! Java API refuses, rather than deadlock on the burst it is inside).
 
 use crate::burst::{vajava, BurstFlags};
-use crate::ffi::jvmti::{Jvmti, RawMonitor};
-use crate::ffi::plugin::{self as abi, event, EventInfo, Library};
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::Jvmti;
+use crate::ffi::plugin::{self as abi, event, Event, Library};
 use crate::heap::{self, CLASS_IDS};
 use crate::log;
-use crate::options::{Gc, Methods};
+use crate::options::{Gc, Methods, Output};
 use crate::profiler::Profiler;
 use jlive_writer::keyhash::KeyHasher;
 use jlive_writer::record::{MethodKey, Symbols, NO_OBJECT, PENDING_OBJECT};
-use parking_lot::Mutex;
-use std::cell::RefCell;
+use parking_lot::{Condvar, Mutex};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -52,36 +57,43 @@ const MAX_LIBRARIES: usize = 16;
 /// Every library opened in this run (never closed), by slot; filled under [`OPENED`].
 static SLOTS: [OnceLock<&'static Loaded>; MAX_LIBRARIES] =
     [const { OnceLock::new() }; MAX_LIBRARIES];
-/// How many slots are filled.
+/// How many slots are filled; held while a library is started or shut down.
 static OPENED: Mutex<usize> = Mutex::new(0);
-/// The started library's slot + 1 (InstrumentTraceStartup returned 0), or 0.
+/// The started library's slot + 1 (its InstrumentTraceStartup returned 0), or 0.
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
-/// A burst is open for the library.
-static OPEN: AtomicBool = AtomicBool::new(false);
-/// Calls into the library under way (their threads checked OPEN after counting themselves).
+/// The slot + 1 of the library the open burst goes to, or 0: events flow while it is set.
+static BURST: AtomicUsize = AtomicUsize::new(0);
+/// Calls into the library under way (their threads read BURST after counting themselves).
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Counts plug-in bursts: a thread's stack depth is taken afresh in each.
-static GENERATION: AtomicU32 = AtomicU32::new(0);
-/// The open burst's flags (for the GC thread: OIDDelete only with GCOn).
+/// The open burst reports deletions (InsTrcTypeGCOn).
 static GC_FREES: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread is inside the library (an entry point or an event handler).
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
 
 /// The vmID every event and entry point carries: this process's ID.
 fn vm_id() -> u64 {
     u64::from(std::process::id())
 }
 
-/// The started library.
-fn current() -> Option<&'static Loaded> {
-    match CURRENT.load(Ordering::SeqCst) {
+fn in_slot(slot_plus_one: usize) -> Option<&'static Loaded> {
+    match slot_plus_one {
         0 => None,
         i => SLOTS.get(i - 1)?.get().copied(),
     }
 }
 
+/// The started library.
+fn current() -> Option<&'static Loaded> {
+    in_slot(CURRENT.load(Ordering::SeqCst))
+}
+
 /// Whether events go to a library now (a plug-in burst is open).
 #[inline]
 pub fn delivering() -> bool {
-    OPEN.load(Ordering::Relaxed)
+    BURST.load(Ordering::Relaxed) != 0
 }
 
 /// Whether a library is started.
@@ -89,13 +101,28 @@ pub fn started() -> bool {
     current().is_some()
 }
 
-/// Runs `f` with the started library if a plug-in burst is open, counted as in flight.
-fn with_library(f: impl FnOnce(&Library)) {
+/// Whether this thread is inside the library now: jlive's Java API refuses to be driven from
+/// there (the burst lock may be held by this very call).
+pub fn inside_library() -> bool {
+    INSIDE.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Runs `f` marked as inside the library.
+fn inside<T>(f: impl FnOnce() -> T) -> T {
+    let _ = INSIDE.try_with(|i| i.set(true));
+    let out = f();
+    let _ = INSIDE.try_with(|i| i.set(false));
+    out
+}
+
+/// Hands an event to the burst's library, counted as in flight; not from inside it.
+fn deliver(e: &Event<'_>) {
+    if inside_library() {
+        return;
+    }
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-    if OPEN.load(Ordering::SeqCst) {
-        if let Some(l) = current() {
-            f(&l.library);
-        }
+    if let Some(l) = in_slot(BURST.load(Ordering::SeqCst)) {
+        inside(|| l.library.event(vm_id(), e));
     }
     IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
 }
@@ -171,7 +198,7 @@ pub fn start(p: &'static Profiler, loaded: &'static Loaded) -> Result<String, St
             l.path
         ));
     }
-    let rc = loaded.library.startup(vm_id());
+    let rc = inside(|| loaded.library.startup(vm_id()));
     if rc != 0 {
         return Err(format!(
             "InstrumentTraceStartup of {} returned {}: the library is not used",
@@ -180,6 +207,12 @@ pub fn start(p: &'static Profiler, loaded: &'static Loaded) -> Result<String, St
     }
     CURRENT.store(loaded.slot + 1, Ordering::SeqCst);
     gc_thread(p);
+    if p.options.output == Output::File {
+        log::warn(&format!(
+            "output=file: bursts do not go to the user trace library {}",
+            loaded.path
+        ));
+    }
     log::info(&format!("user trace library {} started", loaded.path));
     Ok(format!("user trace library {} started", loaded.path))
 }
@@ -190,17 +223,19 @@ pub fn startup(p: &'static Profiler, name: &str) -> Result<String, String> {
     start(p, loaded)
 }
 
-/// `tracingShutdown()` and VM death: ends a plug-in burst, then InstrumentTraceShutdown.
+/// `tracingShutdown()` and VM death: no burst goes to the library any more, the open one
+/// ends (InstrumentTraceEnd), then InstrumentTraceShutdown.
 pub fn shutdown(p: &Profiler) -> Result<String, String> {
+    let _serial = OPENED.lock();
     let Some(l) = current() else {
         return Err("no user trace library is started".into());
     };
-    if OPEN.load(Ordering::SeqCst) {
+    CURRENT.store(0, Ordering::SeqCst);
+    if delivering() {
         let _ = p.end_burst(p.jvmti);
     }
-    CURRENT.store(0, Ordering::SeqCst);
     quiesce();
-    let rc = l.library.shutdown();
+    let rc = inside(|| l.library.shutdown());
     if rc != 0 {
         log::info(&format!(
             "InstrumentTraceShutdown of {} returned {}",
@@ -230,39 +265,44 @@ fn vajava_flags(flags: BurstFlags) -> u64 {
     (exe | gc | alloc) as u64
 }
 
-/// A burst begins: InstrumentTraceBegin, and events flow. False if no library is started.
-pub fn begin(flags: BurstFlags) -> bool {
+/// A burst begins (the burst lock held): InstrumentTraceBegin, and events flow. False if no
+/// library is started.
+pub fn begin(p: &Profiler, flags: BurstFlags) -> bool {
     let Some(l) = current() else {
         return false;
     };
-    GENERATION.fetch_add(1, Ordering::SeqCst);
+    if let Some(q) = QUEUE.get() {
+        q.reset(p);
+    }
     GC_FREES.store(flags.gc == Gc::On, Ordering::SeqCst);
-    let rc = l.library.begin(vm_id(), vajava_flags(flags));
+    let rc = inside(|| l.library.begin(vm_id(), vajava_flags(flags)));
     if rc != 0 {
         log::info(&format!(
             "InstrumentTraceBegin of {} returned {}",
             l.path, rc
         ));
     }
-    OPEN.store(true, Ordering::SeqCst);
+    BURST.store(l.slot + 1, Ordering::SeqCst);
     true
 }
 
-/// A burst ends: the GC events still queued, then InstrumentTraceEnd.
+/// A burst ends (the burst lock held): the GC events still queued, then InstrumentTraceEnd.
 pub fn end(p: &Profiler) {
-    if !OPEN.load(Ordering::SeqCst) {
+    let Some(l) = in_slot(BURST.load(Ordering::SeqCst)) else {
         return;
-    }
+    };
     if let Some(q) = QUEUE.get() {
         q.deliver_now(p);
     }
-    OPEN.store(false, Ordering::SeqCst);
+    BURST.store(0, Ordering::SeqCst);
     quiesce();
-    if let Some(l) = current() {
-        let rc = l.library.end();
-        if rc != 0 {
-            log::info(&format!("InstrumentTraceEnd of {} returned {}", l.path, rc));
-        }
+    if let Some(q) = QUEUE.get() {
+        // A collection begun and not finished, or frees posted late: not this burst's.
+        q.clear();
+    }
+    let rc = inside(|| l.library.end());
+    if rc != 0 {
+        log::info(&format!("InstrumentTraceEnd of {} returned {}", l.path, rc));
     }
 }
 
@@ -277,18 +317,21 @@ struct Names {
 
 #[derive(Default)]
 struct ThreadState {
-    generation: u32,
-    depth: i64,
     methods: HashMap<MethodKey, Rc<Names>, BuildHasherDefault<KeyHasher>>,
     /// One of jlive's own threads (named `jlive-*`), whose Java code (attaching, JNI calls)
     /// is not the application's; None until asked.
     own: Option<bool>,
 }
 
+thread_local! {
+    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+}
+
 /// Whether this thread's events are the application's: not on one of jlive's threads, nor
-/// while the agent runs Java code of its own ([`crate::buffer::Hub::quietly`]).
+/// while the agent runs Java code of its own ([`crate::buffer::Hub::quietly`]), nor Java
+/// code run from inside the library.
 fn application_thread() -> bool {
-    if crate::buffer::Hub::is_quiet() {
+    if inside_library() || crate::buffer::Hub::is_quiet() {
         return false;
     }
     THREAD
@@ -304,10 +347,6 @@ fn application_thread() -> bool {
             !own
         })
         .unwrap_or(false)
-}
-
-thread_local! {
-    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
 fn dotted(internal: &str) -> String {
@@ -340,11 +379,12 @@ fn describe(p: &Profiler, key: MethodKey) -> Names {
     }
 }
 
-/// The depth of the method whose entry or exit this thread records now: its frames, less the
-/// trampolines' on top under capture=bci (a native called from the method, or through
-/// JliveTrampoline's Java side).
-fn own_depth(p: &Profiler) -> i64 {
-    let frames = i64::from(p.jvmti.frame_count().unwrap_or(1));
+/// The depth of the method whose entry or exit this thread records now: the frames on its
+/// stack, less the trampolines' on top under capture=bci (a native called from the method,
+/// or through JliveTrampoline's Java side). Asked at each event, so that frames of classes
+/// not traced (include=, exclude=, what capture=bci leaves alone) count too.
+fn own_depth(p: &Profiler) -> u64 {
+    let frames = u64::try_from(p.jvmti.frame_count().unwrap_or(1)).unwrap_or(0);
     if !p.uses_bci() {
         return frames;
     }
@@ -354,7 +394,7 @@ fn own_depth(p: &Profiler) -> i64 {
         .iter()
         .take_while(|f| crate::capture::sync::is_trampoline(f.method))
         .count();
-    frames - ours as i64
+    frames.saturating_sub(ours as u64)
 }
 
 /// MethodEnter (`enter`) or MethodLeave of `key` on this thread; `object` is the receiver's
@@ -363,61 +403,32 @@ pub fn method(p: &'static Profiler, enter: bool, key: MethodKey, object: u32) {
     if !application_thread() {
         return;
     }
-    let _ = THREAD.try_with(|state| {
-        // A library that runs Java code from its handler does not re-enter here.
-        let Ok(mut s) = state.try_borrow_mut() else {
-            return;
-        };
-        let generation = GENERATION.load(Ordering::Relaxed);
-        if s.generation != generation {
-            s.generation = generation;
-            s.depth = own_depth(p) - i64::from(enter);
-        }
-        let names = match s.methods.get(&key) {
-            Some(n) => n.clone(),
-            None => {
-                let n = Rc::new(describe(p, key));
-                s.methods.insert(key, n.clone());
-                n
-            }
-        };
-        let depth = if enter {
-            s.depth += 1;
-            s.depth
-        } else {
-            s.depth -= 1;
-            s.depth + 1
-        };
-        drop(s);
-        let receiver = if names.flags & abi::METHOD_STATIC != 0 {
-            names.class_id
-        } else if object == NO_OBJECT || object == PENDING_OBJECT {
-            0
-        } else {
-            u64::from(object)
-        };
-        let mut e = EventInfo::new(
-            if enter {
-                event::METHOD_ENTER
-            } else {
-                event::METHOD_LEAVE
-            },
-            vm_id(),
-        );
-        let (method_name, method_name_size) = abi::text(&names.method);
-        let (class_name, class_name_size) = abi::text(&names.class);
-        e.body.method = abi::MethodBody {
-            flags: names.flags,
-            stack_depth: depth.max(0) as u64,
-            receiver,
-            method_name,
-            method_name_size,
-            class_name,
-            class_name_size,
-        };
-        with_library(|l| {
-            l.event(&mut e);
-        });
+    let names = THREAD.try_with(|state| {
+        let mut s = state.try_borrow_mut().ok()?;
+        Some(
+            s.methods
+                .entry(key)
+                .or_insert_with(|| Rc::new(describe(p, key)))
+                .clone(),
+        )
+    });
+    let Ok(Some(names)) = names else {
+        return;
+    };
+    let receiver = if names.flags & abi::METHOD_STATIC != 0 {
+        names.class_id
+    } else if object == NO_OBJECT || object == PENDING_OBJECT {
+        0
+    } else {
+        u64::from(object)
+    };
+    deliver(&Event::Method {
+        enter,
+        flags: names.flags,
+        depth: own_depth(p),
+        receiver,
+        method: &names.method,
+        class: &names.class,
     });
 }
 
@@ -427,38 +438,16 @@ pub fn allocated(id: u32, class_name: &str, size: i64) {
         return;
     }
     let dims = class_name.bytes().take_while(|&b| b == b'[').count();
-    let mut e = EventInfo::new(event::ALLOCATE, vm_id());
     let name = if dims == 0 {
         dotted(class_name)
     } else {
         element_name(&class_name[dims..])
     };
-    let bytes = name.into_bytes();
-    let (class_name, class_name_size) = abi::text(&bytes);
-    e.body.allocate = abi::AllocBody {
+    deliver(&Event::Allocate {
         oid: u64::from(id),
-        size_in_longs: (size.max(0) as u64).div_ceil(4),
-        array_flag: u64::from(dims > 0),
-        body: if dims == 0 {
-            abi::AllocUnion {
-                object: abi::AllocObject {
-                    flags: 0,
-                    class_name,
-                    class_name_size,
-                },
-            }
-        } else {
-            abi::AllocUnion {
-                array: abi::AllocArray {
-                    class_name,
-                    class_name_size,
-                    arity: dims as u64,
-                },
-            }
-        },
-    };
-    with_library(|l| {
-        l.event(&mut e);
+        words: (size.max(0) as u64).div_ceil(4),
+        class: name.as_bytes(),
+        arity: dims as u64,
     });
 }
 
@@ -474,39 +463,36 @@ fn element_name(descriptor: &str) -> String {
         "J" => "long",
         "F" => "float",
         "D" => "double",
-        _ => return dotted(descriptor.trim_start_matches('L').trim_end_matches(';')),
+        _ => {
+            return dotted(
+                descriptor
+                    .strip_prefix('L')
+                    .and_then(|d| d.strip_suffix(';'))
+                    .unwrap_or(descriptor),
+            )
+        }
     };
     primitive.to_string()
 }
 
 /// UserEvent, on the calling thread.
 pub fn user_event(text: &str) {
-    let mut e = EventInfo::new(event::USER_EVENT, vm_id());
-    let (msg, msg_size) = abi::text(text.as_bytes());
-    e.body.user_event = abi::UserEventBody {
-        flags: 0,
-        msg,
-        msg_size,
-    };
-    with_library(|l| {
-        l.event(&mut e);
-    });
+    deliver(&Event::User(text.as_bytes()));
 }
 
 /// `reportObjectReferences()`: walks the heap in jlive's environment (objects keep the IDs
-/// their events gave them) and reports every object with its non-null fields, array
-/// elements and (for a class) static fields, on the calling thread.
-pub fn report_references(
-    p: &'static Profiler,
-    jni: crate::ffi::jni::Jni<'_>,
-) -> Result<u64, String> {
+/// their events gave them) and reports every live object with its non-null fields, array
+/// elements and (for a class) static fields, on the calling thread. The count of objects.
+pub fn report_references(p: &'static Profiler, jni: Jni<'_>) -> Result<u64, String> {
     if !started() {
         return Err("no user trace library is started: tracingStartup first".into());
     }
-    if !OPEN.load(Ordering::SeqCst) {
+    if !delivering() {
         return Err("tracing is not on: tracingBegin first".into());
     }
-    let graph = heap::walk(p.jvmti, jni, heap::Ids::Agent(p))?;
+    let walked = heap::walk(p.jvmti, jni, heap::Ids::Agent(p))?;
+    crate::callbacks::record_seen(p, &walked.fresh);
+    let graph = walked.graph;
     let mut refs: Vec<(u64, u64)> = graph
         .refs
         .iter()
@@ -531,34 +517,19 @@ pub fn report_references(
         } else {
             abi::FR_JAVA
         };
-        let mut e = EventInfo::new(event::START_FIELD_REPORT, vm_id());
-        let (class_name, class_name_size) = abi::text(&names[o.class as usize]);
-        e.body.start_field_report = abi::StartFieldReportBody {
+        deliver(&Event::StartFieldReport {
             oid: o.id,
             kind,
-            flags: 0,
-            class_name,
-            class_name_size,
-        };
-        with_library(|l| {
-            l.event(&mut e);
+            class: &names[o.class as usize],
         });
         while at < refs.len() && refs[at].0 < o.id {
             at += 1;
         }
         while at < refs.len() && refs[at].0 == o.id {
-            let mut e = EventInfo::new(event::FIELD_REPORT, vm_id());
-            e.body.oid = refs[at].1;
-            with_library(|l| {
-                l.event(&mut e);
-            });
+            deliver(&Event::FieldReport(refs[at].1));
             at += 1;
         }
-        let mut e = EventInfo::new(event::END_FIELD_REPORT, vm_id());
-        e.body.oid = o.id;
-        with_library(|l| {
-            l.event(&mut e);
-        });
+        deliver(&Event::EndFieldReport(o.id));
     }
     Ok(graph.objects.len() as u64)
 }
@@ -567,7 +538,13 @@ pub fn report_references(
 /// does not know (VA/Java's internal VM thread).
 pub fn current_thread_details() -> (String, i32, String) {
     crate::profiler::get()
-        .and_then(|p| p.jvmti.thread_details(std::ptr::null_mut()).ok())
+        .and_then(|p| {
+            // The group's local references go with this frame (a thread without Java frames
+            // would keep them for good).
+            let jni = p.vm.current_env()?;
+            let _frame = jni.local_frame(8);
+            p.jvmti.thread_details(std::ptr::null_mut()).ok()
+        })
         .unwrap_or_else(|| (String::new(), -1, String::new()))
 }
 
@@ -580,87 +557,106 @@ enum GcItem {
     Free(u32),
 }
 
+/// What the collectors counted when last asked, and the collections they counted that are
+/// not delivered yet (full, young).
+#[derive(Default)]
+struct Counts {
+    last: (i64, i64),
+    credit: (i64, i64),
+}
+
 struct Queue {
-    monitor: RawMonitor,
-    /// Taken only inside `monitor` (so never contended): the GC callbacks wait on nothing
-    /// but the raw monitor.
+    /// Held only for a push or a drain, never across a call into the JVM.
     items: Mutex<Vec<GcItem>>,
+    /// Signalled when something can be delivered.
+    ready: Condvar,
     /// The collectors' counts (GarbageCollectorMXBean).
     counts: Mutex<Counts>,
     /// Held by whoever takes and delivers a batch: the GC thread, or a burst's end.
-    delivering: Mutex<()>,
+    batch: Mutex<()>,
 }
 
 static QUEUE: OnceLock<Queue> = OnceLock::new();
 
-/// GarbageCollectionStart/Finish and ObjectFree: queue for the plug-in's GC thread.
-pub fn gc_event(p: &Profiler, start: bool) {
-    push(p, if start { GcItem::Start } else { GcItem::Finish });
+/// GarbageCollectionStart/Finish: queued for the plug-in's GC thread.
+pub fn gc_event(start: bool) {
+    push(if start { GcItem::Start } else { GcItem::Finish });
 }
 
-pub fn object_freed(p: &Profiler, id: u32) {
+/// ObjectFree of an object with an ID: queued (InsTrcTypeGCOn).
+pub fn object_freed(id: u32) {
     if GC_FREES.load(Ordering::Relaxed) {
-        push(p, GcItem::Free(id));
+        push(GcItem::Free(id));
     }
 }
 
-fn push(p: &Profiler, item: GcItem) {
-    if !OPEN.load(Ordering::Relaxed) {
+fn push(item: GcItem) {
+    if !delivering() {
         return;
     }
     let Some(q) = QUEUE.get() else { return };
-    if p.jvmti.raw_monitor_enter(q.monitor).is_ok() {
-        q.items.lock().push(item);
-        if item == GcItem::Finish {
-            let _ = p.jvmti.raw_monitor_notify_all(q.monitor);
-        }
-        let _ = p.jvmti.raw_monitor_exit(q.monitor);
+    q.items.lock().push(item);
+    if item != GcItem::Start {
+        q.ready.notify_all();
     }
 }
 
+/// Where the deliverable part of the queue ends: before a collection begun and not yet
+/// finished.
+fn deliverable(items: &[GcItem]) -> usize {
+    items
+        .iter()
+        .rposition(|i| *i == GcItem::Start)
+        .filter(|&s| !items[s..].contains(&GcItem::Finish))
+        .unwrap_or(items.len())
+}
+
 impl Queue {
-    /// Waits (at most 200 ms) until something is queued.
-    fn wait(&self, jvmti: Jvmti) {
-        if jvmti.raw_monitor_enter(self.monitor).is_ok() {
-            if self.items.lock().is_empty() {
-                let _ = jvmti.raw_monitor_wait(self.monitor, 200);
-            }
-            let _ = jvmti.raw_monitor_exit(self.monitor);
-        }
-    }
-
-    /// Takes what can be delivered: everything but a collection begun and not yet finished.
-    fn take(&self, jvmti: Jvmti) -> Vec<GcItem> {
-        if jvmti.raw_monitor_enter(self.monitor).is_err() {
-            return Vec::new();
-        }
+    /// Waits (at most 200 ms) until something can be delivered.
+    fn wait(&self) {
         let mut items = self.items.lock();
-        let open_gc = items
-            .iter()
-            .rposition(|i| *i == GcItem::Start)
-            .filter(|&s| !items[s..].contains(&GcItem::Finish));
-        let ready: Vec<GcItem> = match open_gc {
-            Some(s) => items.drain(..s).collect(),
-            None => items.drain(..).collect(),
-        };
-        drop(items);
-        let _ = jvmti.raw_monitor_exit(self.monitor);
-        ready
+        if deliverable(&items) == 0 {
+            let _ = self.ready.wait_for(&mut items, Duration::from_millis(200));
+        }
     }
 
-    /// Delivers what is queued, on the calling thread.
+    /// Takes what can be delivered.
+    fn take(&self) -> Vec<GcItem> {
+        let mut items = self.items.lock();
+        let end = deliverable(&items);
+        items.drain(..end).collect()
+    }
+
+    fn clear(&self) {
+        self.items.lock().clear();
+    }
+
+    /// A burst begins: nothing queued is its own, and the collectors' counts so far are not
+    /// its collections.
+    fn reset(&self, p: &Profiler) {
+        let _one = self.batch.lock();
+        self.clear();
+        let now =
+            p.vm.current_env()
+                .and_then(|jni| p.hub.quietly(|| collections(jni)));
+        let mut counts = self.counts.lock();
+        if let Some(now) = now {
+            counts.last = now;
+        }
+        counts.credit = (0, 0);
+    }
+
+    /// Delivers what is queued, on the calling thread (a burst's end).
     fn deliver_now(&self, p: &Profiler) {
         let _ = p.vm.with_env(|jni| {
             // After the GC thread's batch, if it is delivering one.
-            let _one = self.delivering.lock();
-            // ObjectFree events HotSpot still holds come now, into the queue.
-            p.jvmti.flush_object_frees();
-            let items = self.take(p.jvmti);
+            let _one = self.batch.lock();
+            let items = self.take();
             self.deliver(jni, &items);
         });
     }
 
-    fn deliver(&self, jni: crate::ffi::jni::Jni<'_>, items: &[GcItem]) {
+    fn deliver(&self, jni: Jni<'_>, items: &[GcItem]) {
         if items.is_empty() {
             return;
         }
@@ -668,86 +664,73 @@ impl Queue {
         if items.contains(&GcItem::Start) {
             // The counters run ahead of the queue (a collection counted may be queued for
             // the next batch): what they add is credit, spent as the collections come.
-            let now = collections(jni);
-            counts.credit.0 += now.0 - counts.last.0;
-            counts.credit.1 += now.1 - counts.last.1;
-            counts.last = now;
+            if let Some(now) = collections(jni) {
+                counts.credit.0 += now.0 - counts.last.0;
+                counts.credit.1 += now.1 - counts.last.1;
+                counts.last = now;
+            }
         }
         let mut is_full = false;
         for item in items {
-            let code = match item {
+            let e = match item {
                 GcItem::Start => {
                     // A full collection when only full ones are owed; else a young one (the
-                    // common kind) when both are.
+                    // common kind).
                     is_full = counts.credit.0 > 0 && counts.credit.1 <= 0;
                     if is_full {
                         counts.credit.0 -= 1;
+                        Event::Collection(event::GGC_START)
                     } else {
                         counts.credit.1 -= 1;
-                    }
-                    if is_full {
-                        event::GGC_START
-                    } else {
-                        event::SCAVENGE_START
+                        Event::Collection(event::SCAVENGE_START)
                     }
                 }
-                GcItem::Finish if is_full => event::GGC_END,
-                GcItem::Finish => event::SCAVENGE_END,
-                GcItem::Free(_) => event::OID_DELETE,
+                GcItem::Finish if is_full => Event::Collection(event::GGC_END),
+                GcItem::Finish => Event::Collection(event::SCAVENGE_END),
+                GcItem::Free(id) => Event::OidDelete(u64::from(*id)),
             };
-            let mut e = EventInfo::new(code, vm_id());
-            if let GcItem::Free(id) = item {
-                e.body.oid = u64::from(*id);
-            }
-            with_library(|l| {
-                l.event(&mut e);
-            });
+            deliver(&e);
         }
     }
 }
 
-/// (full, young) collections so far, by the collectors' GarbageCollectorMXBeans.
-fn collections(jni: crate::ffi::jni::Jni<'_>) -> (i64, i64) {
+/// (full, young) collections so far, by the collectors' GarbageCollectorMXBeans; None if
+/// they cannot be asked.
+fn collections(jni: Jni<'_>) -> Option<(i64, i64)> {
+    let all = jni.collection_counts();
+    if all.is_empty() {
+        return None;
+    }
     let mut n = (0, 0);
-    for (name, count) in jni.collection_counts() {
+    for (name, count) in all {
         if is_full_collector(&name) {
             n.0 += count.max(0);
         } else {
             n.1 += count.max(0);
         }
     }
-    n
+    Some(n)
 }
 
-/// What the collectors counted when last asked, and the collections counted but not yet
-/// delivered (full, young).
-#[derive(Default)]
-struct Counts {
-    last: (i64, i64),
-    credit: (i64, i64),
-}
-
-/// Whether a GarbageCollectorMXBean counts full (old-generation) collections.
+/// Whether a GarbageCollectorMXBean counts full (old-generation) collections: HotSpot's are
+/// "G1 Old Generation", "PS MarkSweep", "MarkSweepCompact", "ZGC Major ...".
 fn is_full_collector(name: &str) -> bool {
     ["Old", "MarkSweep", "Major", "Full"]
         .iter()
         .any(|w| name.contains(w))
 }
 
-/// Starts `jlive-plugin`, once: it waits for collections and delivers their events.
+/// Starts `jlive-plugin`, once: it waits for collections and delivers their events. Returns
+/// once it is attached to the JVM (attaching runs Java code, not inside a burst).
 fn gc_thread(p: &'static Profiler) {
     if QUEUE.get().is_some() {
         return;
     }
-    let Ok(monitor) = p.jvmti.create_raw_monitor(c"jlive plug-in GC events") else {
-        log::warn("no raw monitor for GC events: the user trace library gets none");
-        return;
-    };
     let queue = Queue {
-        monitor,
         items: Mutex::new(Vec::new()),
+        ready: Condvar::new(),
         counts: Mutex::new(Counts::default()),
-        delivering: Mutex::new(()),
+        batch: Mutex::new(()),
     };
     if QUEUE.set(queue).is_err() {
         return;
@@ -757,25 +740,18 @@ fn gc_thread(p: &'static Profiler) {
         .name("jlive-plugin".into())
         .spawn(move || {
             let env = p.vm.attach_daemon(c"jlive-plugin");
-            let Some(jni) = env.and_then(crate::ffi::jni::Jni::from_callback) else {
-                let _ = attached.send(());
+            let _ = attached.send(());
+            let Some(jni) = env.and_then(Jni::from_callback) else {
                 log::warn("the plug-in's GC thread cannot attach to the JVM: the user trace library gets no GC events");
                 return;
             };
             let Some(q) = QUEUE.get() else { return };
-            // Collections before the first burst are not the library's.
-            q.counts.lock().last = collections(jni);
-            let _ = attached.send(());
             while !p.closed.load(Ordering::SeqCst) {
-                q.wait(p.jvmti);
+                q.wait();
                 let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let _one = q.delivering.lock();
-                    let items = q.take(p.jvmti);
+                    let _one = q.batch.lock();
+                    let items = q.take();
                     q.deliver(jni, &items);
-                    if items.contains(&GcItem::Finish) {
-                        // The frees of this collection, into the queue for the next round.
-                        p.jvmti.flush_object_frees();
-                    }
                 }));
                 if body.is_err() {
                     log::warn("internal error delivering GC events to the user trace library");
@@ -783,10 +759,31 @@ fn gc_thread(p: &'static Profiler) {
             }
         });
     match started {
-        // Attached before the first burst, so that attaching runs no Java code inside one.
         Ok(_) => {
             let _ = wait.recv_timeout(Duration::from_secs(10));
         }
         Err(e) => log::warn(&format!("cannot start the plug-in's GC thread: {}", e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_collection_begun_and_not_finished_waits_for_its_end() {
+        use GcItem::*;
+        assert_eq!(deliverable(&[Start, Finish, Free(3), Start]), 3);
+        assert_eq!(deliverable(&[Free(1), Start]), 1);
+        assert_eq!(deliverable(&[Start]), 0);
+        assert_eq!(deliverable(&[Start, Finish]), 2);
+        assert_eq!(deliverable(&[]), 0);
+    }
+
+    #[test]
+    fn array_elements_are_named_as_java_spells_them() {
+        assert_eq!(element_name("I"), "int");
+        assert_eq!(element_name("Ljava/lang/String;"), "java.lang.String");
+        assert_eq!(element_name("LOuter$Inner;"), "Outer$Inner");
     }
 }

@@ -4,11 +4,13 @@ import java.lang.management.ManagementFactory;
 
 /**
  * Drives a VA/Java user trace library through InstrumentVMSupport and prints what it did, for
- * the library's counts to be compared with: fib(15) (1973 static calls, with the sum of their
- * recursion depths), 100 calls of a synchronized instance method on one Counter, K Payload
- * objects and K Payload[3] arrays made and dropped (K = 200), three user events, two
- * System.gc() calls (and the collections the JVM counted meanwhile), and a tree of 13 Nodes
- * and 4 Node[] arrays (16 references) reported by reportObjectReferences().
+ * the library's counts to be compared with. A first burst (methods, GC and allocations):
+ * fib(15) (1973 static calls, with the sum of their recursion depths), 100 calls of a
+ * synchronized instance method on one Counter, K Payload objects and K Payload[3] arrays made
+ * and dropped (K = 200), three user events, garbage until the young generation was collected
+ * twice, two System.gc() calls (and the collections the JVM counted meanwhile), and a tree of
+ * 13 Nodes and 4 Node[] arrays (16 references) reported by reportObjectReferences(). A second
+ * burst, methods only: fib(10) (177 calls).
  *
  * <p>Argument: the library for tracingStartup ("-" when the agent's plugin= loaded it).
  */
@@ -99,19 +101,31 @@ public class UserTrace {
             InstrumentVMSupport.userEvent("hello from UserTrace " + i);
         }
         keep = null;
+        long young = collections()[1];
+        long garbage = 0;
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (collections()[1] < young + 2 && System.nanoTime() < deadline) {
+            for (int i = 0; i < 1000; i++) {
+                garbage += new byte[16384].length;
+            }
+        }
         System.gc();
         System.gc();
         root = tree(3);
         InstrumentVMSupport.reportObjectReferences();
         InstrumentVMSupport.tracingEnd();
         long[] after = collections();
+        InstrumentVMSupport.tracingBegin(InstrumentVMSupport.InsTrcTypeExeOn
+                | InstrumentVMSupport.InsTrcTypeGCOff | InstrumentVMSupport.InsTrcTypeAllocOff);
+        int f10 = fib(10);
+        InstrumentVMSupport.tracingEnd();
         if (!lib.equals("-")) {
             InstrumentVMSupport.tracingShutdown();
         }
-        System.out.println("fib=" + f + " fib_calls=1973 fib_depth_sum=" + depthSum
+        System.out.println("fib=" + f + "," + f10 + " fib_calls=2150 fib_depth_sum=" + depthSum
                 + " adds=100 total=" + counter.total + " payloads=" + k + " arrays=" + k
                 + " user_events=3 full_gcs=" + (after[0] - before[0]) + " young_gcs="
                 + (after[1] - before[1]) + " tree_objects=17 tree_refs=16"
-                + (keep == null ? "" : "?"));
+                + " garbage=" + garbage + (keep == null ? "" : "?"));
     }
 }

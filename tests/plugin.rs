@@ -102,18 +102,25 @@ fn a_counting_library_gets_exactly_what_the_program_did() {
                 let p = |k: &str| number(&printed, k);
                 assert_eq!(
                     (n("startups"), n("begins"), n("ends")),
-                    (1, 1, 1),
+                    (1, 2, 2),
                     "{}",
                     what
                 );
                 assert_eq!(n("begin_flags"), 0x111, "ExeOn|GCOn|AllocOn: {}", what);
-                // fib(15): static, 1973 calls; main is frame 1, so fib(15) is at depth 2.
-                assert_eq!((n("fib_enter"), n("fib_leave")), (1973, 1973), "{}", what);
+                assert_eq!(n("last_flags"), 0x241, "ExeOn|GCOff|AllocOff: {}", what);
+                // fib(15) then fib(10): static, 1973 + 177 calls; main is frame 1, so the
+                // outermost fib is at depth 2.
+                assert_eq!(
+                    (n("fib_enter"), n("fib_leave")),
+                    (p("fib_calls"), p("fib_calls")),
+                    "{}",
+                    what
+                );
                 assert_eq!(n("fib_not_static"), 0, "{}", what);
                 assert_eq!((n("fib_min"), n("fib_max")), (2, 16), "{}", what);
                 assert_eq!(
                     n("fib_depth_sum"),
-                    p("fib_depth_sum") + 1973,
+                    p("fib_depth_sum") + p("fib_calls"),
                     "each call one deeper than its caller: {}",
                     what
                 );
@@ -122,7 +129,8 @@ fn a_counting_library_gets_exactly_what_the_program_did() {
                 assert_eq!((n("add_sync"), n("add_static")), (100, 0), "{}", what);
                 assert_eq!((n("add_receivers"), n("add_zero")), (1, 0), "{}", what);
                 // Allocations: 2 longs after a 12-byte header = 32 bytes; Payload[3] = 16 + 12
-                // bytes, aligned to 32 (compressed oops).
+                // bytes, aligned to 32 (HotSpot's layout with compressed oops and class
+                // pointers, the default for heaps under 32 GB).
                 assert_eq!(
                     (n("payloads"), n("payload_arrays")),
                     (p("payloads"), p("arrays")),
@@ -137,8 +145,14 @@ fn a_counting_library_gets_exactly_what_the_program_did() {
                     "every dropped object's OIDDelete: {}",
                     what
                 );
-                // Collections, as the JVM's own counters saw them during the burst.
-                assert!(p("full_gcs") >= 2, "{}: {:?}", what, printed);
+                // Collections, as the JVM's own counters saw them during the first burst (the
+                // second asks for none).
+                assert!(
+                    p("full_gcs") >= 2 && p("young_gcs") >= 2,
+                    "{}: {:?}",
+                    what,
+                    printed
+                );
                 assert_eq!(
                     (n("ggc_start"), n("ggc_end")),
                     (p("full_gcs"), p("full_gcs")),
@@ -184,11 +198,12 @@ fn a_burst_goes_to_the_library_and_the_file_alike() {
             file.display(),
             capture
         );
-        let (_, got) = user_trace(jdk, &options, "-", &dir);
-        assert_eq!(number(&got, "fib_enter"), 1973, "{}", capture);
+        let (printed, got) = user_trace(jdk, &options, "-", &dir);
+        let fib = number(&printed, "fib_calls");
+        assert_eq!(number(&got, "fib_enter"), fib, "{}", capture);
         let trace = read_trace(&file);
         let calls = calls(&trace);
-        assert_eq!(total(&calls, "UserTrace.fib"), (1973, 1973), "{}", capture);
+        assert_eq!(total(&calls, "UserTrace.fib"), (fib, fib), "{}", capture);
         assert_eq!(
             total(&calls, "UserTrace$Counter.add"),
             (100, 100),
@@ -242,6 +257,25 @@ fn the_sample_library_writes_every_call_as_a_line() {
                 capture
             );
         }
+        // Entries only (ExeOnLight): each still at its own depth, fib(0) and fib(1) at 21.
+        let text_file = dir.join(format!("{}-entries.txt", jdk.name));
+        let mut c = java_command(
+            &jdk,
+            Some(&format!("plugin={},methods=entry", library.display())),
+            &["Fib"],
+        );
+        c.env("TRACE_FILE", &text_file);
+        assert_eq!(run(c).code, Some(0));
+        let text = std::fs::read_to_string(&text_file).expect("the sample's trace");
+        let depths: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("[main] > Fib.fib (static) depth="))
+            .map(|d| d.parse().unwrap())
+            .collect();
+        assert_eq!(depths.len(), 21891);
+        assert_eq!(depths.iter().min(), Some(&2));
+        assert_eq!(depths.iter().max(), Some(&21));
+        assert!(!text.contains("< Fib.fib"));
     }
 }
 

@@ -483,10 +483,6 @@ impl Vm {
         Vm(vm)
     }
 
-    pub fn raw(&self) -> *mut JavaVM {
-        self.0
-    }
-
     /// Attaches the calling thread as a daemon thread named `name`; its JNIEnv stays valid
     /// for the life of the thread.
     pub fn attach_daemon(&self, name: &CStr) -> Option<*mut JNIEnv> {
@@ -505,6 +501,32 @@ impl Vm {
             )
         };
         (rc == 0 && !env.is_null()).then_some(env as *mut JNIEnv)
+    }
+
+    /// The calling thread's JNIEnv, if the thread is attached to the JVM (None: it is not, and
+    /// stays so).
+    pub fn current_env<'a>(&self) -> Option<Jni<'a>> {
+        let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: the JavaVM is live; env receives the thread's JNIEnv or stays null.
+        let rc = unsafe { ((**self.0).GetEnv?)(self.0, &mut env, 0x0001_0008) };
+        (rc == 0)
+            .then(|| Jni::from_callback(env as *mut JNIEnv))
+            .flatten()
+    }
+
+    /// A JVMTI environment of this VM of its own (its tags and events are its own), holding
+    /// `caps`; the caller disposes of it.
+    pub fn new_jvmti_env(
+        &self,
+        caps: &crate::ffi::jvmti::Capabilities,
+    ) -> crate::ffi::jvmti::Result<crate::ffi::jvmti::Jvmti> {
+        use crate::ffi::jvmti::{Jvmti, JvmtiError, ERROR_NOT_AVAILABLE};
+        let env = Jvmti::from_vm(self.0).ok_or(JvmtiError(ERROR_NOT_AVAILABLE))?;
+        if let Err(e) = env.add_capabilities(caps) {
+            env.dispose();
+            return Err(e);
+        }
+        Ok(env)
     }
 
     /// Runs `f` with the calling thread's JNIEnv: as it is if the thread is attached, else

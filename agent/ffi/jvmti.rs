@@ -23,6 +23,7 @@ pub const ERROR_NONE: u32 = 0;
 pub const ERROR_INVALID_SLOT: u32 = 35;
 pub const ERROR_OPAQUE_FRAME: u32 = 32;
 pub const ERROR_NOT_AVAILABLE: u32 = 98;
+pub const ERROR_INTERNAL: u32 = 113;
 
 pub const EVENT_VM_INIT: u32 = 50;
 pub const EVENT_VM_DEATH: u32 = 51;
@@ -617,65 +618,6 @@ impl Jvmti {
         Some(size)
     }
 
-    /// Has HotSpot post the ObjectFree events it holds back after a collection (they come
-    /// from its service thread otherwise, a while later): GetObjectsWithTags flushes them,
-    /// here asked for a tag no object carries.
-    pub fn flush_object_frees(&self) {
-        let tags: [jlong; 1] = [jlong::MIN];
-        let (mut n, mut objects, mut found): (jint, *mut jobject, *mut jlong) =
-            (0, ptr::null_mut(), ptr::null_mut());
-        let got = call!(
-            self,
-            114,
-            (
-                jint,
-                *const jlong,
-                *mut jint,
-                *mut *mut jobject,
-                *mut *mut jlong
-            ),
-            1,
-            tags.as_ptr(),
-            &mut n,
-            &mut objects,
-            &mut found
-        );
-        if got.is_ok() {
-            self.deallocate(objects);
-            self.deallocate(found);
-        }
-    }
-
-    /// A raw monitor: the only lock GC callbacks and ObjectFree may take.
-    pub fn create_raw_monitor(&self, name: &CStr) -> Result<RawMonitor> {
-        let mut monitor: *mut c_void = ptr::null_mut();
-        call!(
-            self,
-            31,
-            (*const c_char, *mut *mut c_void),
-            name.as_ptr(),
-            &mut monitor
-        )?;
-        Ok(RawMonitor(monitor))
-    }
-
-    pub fn raw_monitor_enter(&self, m: RawMonitor) -> Result<()> {
-        call!(self, 33, (*mut c_void), m.0)
-    }
-
-    pub fn raw_monitor_exit(&self, m: RawMonitor) -> Result<()> {
-        call!(self, 34, (*mut c_void), m.0)
-    }
-
-    /// Waits on a monitor this thread holds, at most `millis` (0: until notified).
-    pub fn raw_monitor_wait(&self, m: RawMonitor, millis: jlong) -> Result<()> {
-        call!(self, 35, (*mut c_void, jlong), m.0, millis)
-    }
-
-    pub fn raw_monitor_notify_all(&self, m: RawMonitor) -> Result<()> {
-        call!(self, 37, (*mut c_void), m.0)
-    }
-
     /// FollowReferences from the heap roots over every reachable object, at a safepoint:
     /// `visit` gets each reference and may return a tag for an untagged referee. It runs where
     /// no JNI or JVMTI function may be called; a panic in it aborts the walk.
@@ -687,8 +629,10 @@ impl Jvmti {
             heap_reference_callback: Some(heap_reference),
             ..HeapCallbacks::default()
         };
-        let mut visit = visit;
-        let data = &mut visit as *mut &mut dyn FnMut(&HeapRef) -> Option<jlong>;
+        let mut walk = RefWalk {
+            visit,
+            aborted: false,
+        };
         call!(
             self,
             115,
@@ -697,8 +641,12 @@ impl Jvmti {
             ptr::null_mut(),
             ptr::null_mut(),
             &callbacks,
-            data as *const c_void
-        )
+            &mut walk as *mut RefWalk as *const c_void
+        )?;
+        if walk.aborted {
+            return Err(JvmtiError(ERROR_INTERNAL));
+        }
+        Ok(())
     }
 
     /// IterateThroughHeap over every object in the heap, reachable or not, at a safepoint:
@@ -712,8 +660,10 @@ impl Jvmti {
             heap_iteration_callback: Some(heap_iteration),
             ..HeapCallbacks::default()
         };
-        let mut visit = visit;
-        let data = &mut visit as *mut &mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>;
+        let mut walk = ObjectWalk {
+            visit,
+            aborted: false,
+        };
         call!(
             self,
             116,
@@ -721,18 +671,12 @@ impl Jvmti {
             0,
             ptr::null_mut(),
             &callbacks,
-            data as *const c_void
-        )
-    }
-
-    /// A second JVMTI environment of the same VM, with `caps` (its tags are its own).
-    pub fn new_env(vm: *mut JavaVM, caps: &Capabilities) -> Result<Jvmti> {
-        let env = Jvmti::from_vm(vm).ok_or(JvmtiError(ERROR_NOT_AVAILABLE))?;
-        if let Err(e) = env.add_capabilities(caps) {
-            env.dispose();
-            return Err(e);
+            &mut walk as *mut ObjectWalk as *const c_void
+        )?;
+        if walk.aborted {
+            return Err(JvmtiError(ERROR_INTERNAL));
         }
-        Ok(env)
+        Ok(())
     }
 
     /// The current thread (a local reference).
@@ -807,15 +751,6 @@ impl Jvmti {
     }
 }
 
-/// A jrawMonitorID.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RawMonitor(*mut c_void);
-
-// SAFETY: a raw monitor ID is valid on every thread of the VM until destroyed (never here).
-unsafe impl Send for RawMonitor {}
-// SAFETY: as above; the monitor functions are thread-safe.
-unsafe impl Sync for RawMonitor {}
-
 /// jvmtiHeapReferenceCallback.
 type HeapReferenceCallback = unsafe extern "C" fn(
     jint,
@@ -828,6 +763,18 @@ type HeapReferenceCallback = unsafe extern "C" fn(
     jint,
     *mut c_void,
 ) -> jint;
+
+/// What the heap callbacks get as user data: the caller's closure, and whether it panicked
+/// (the walk is then aborted and answers an error).
+struct RefWalk<'a> {
+    visit: &'a mut dyn FnMut(&HeapRef) -> Option<jlong>,
+    aborted: bool,
+}
+
+struct ObjectWalk<'a> {
+    visit: &'a mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>,
+    aborted: bool,
+}
 
 /// One reference FollowReferences reports: its kind (jvmtiHeapReferenceKind: 1..10 from an
 /// object or class, 21..27 from a root), the referee's class tag, size, tag and array length
@@ -851,16 +798,11 @@ unsafe extern "C" fn heap_iteration(
     if tag.is_null() || data.is_null() {
         return VISIT_OBJECTS;
     }
-    // SAFETY: `data` is the `&mut dyn FnMut` that iterate_through_heap passed, alive for the
-    // iteration; `tag` is JVMTI's for this callback.
-    let (visit, current) = unsafe {
-        (
-            &mut *(data as *mut &mut dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong>),
-            *tag,
-        )
-    };
+    // SAFETY: `data` is the ObjectWalk that iterate_through_heap passed, alive for the
+    // iteration and touched by no one else meanwhile; `tag` is JVMTI's for this callback.
+    let (walk, current) = unsafe { (&mut *(data as *mut ObjectWalk), *tag) };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        visit(class_tag, size, current, length)
+        (walk.visit)(class_tag, size, current, length)
     })) {
         Ok(Some(new)) => {
             // SAFETY: as above.
@@ -868,7 +810,10 @@ unsafe extern "C" fn heap_iteration(
             VISIT_OBJECTS
         }
         Ok(None) => VISIT_OBJECTS,
-        Err(_) => VISIT_ABORT,
+        Err(_) => {
+            walk.aborted = true;
+            VISIT_ABORT
+        }
     }
 }
 
@@ -887,13 +832,13 @@ unsafe extern "C" fn heap_reference(
     if tag.is_null() || data.is_null() {
         return VISIT_OBJECTS;
     }
-    // SAFETY: `data` is the `&mut dyn FnMut` that follow_references passed, alive for the
-    // walk; the tag pointers are JVMTI's for this callback (equal for a self-reference, hence
-    // read before the one write).
-    let (visit, current, referrer) = unsafe {
-        let visit = &mut *(data as *mut &mut dyn FnMut(&HeapRef) -> Option<jlong>);
+    // SAFETY: `data` is the RefWalk that follow_references passed, alive for the walk and
+    // touched by no one else meanwhile; the tag pointers are JVMTI's for this callback (equal
+    // for a self-reference, hence read before the one write).
+    let (walk, current, referrer) = unsafe {
+        let walk = &mut *(data as *mut RefWalk);
         let referrer = (!referrer_tag.is_null()).then(|| *referrer_tag);
-        (visit, *tag, referrer)
+        (walk, *tag, referrer)
     };
     let r = HeapRef {
         kind,
@@ -903,14 +848,17 @@ unsafe extern "C" fn heap_reference(
         length,
         referrer,
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit(&r))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (walk.visit)(&r))) {
         Ok(Some(new)) => {
             // SAFETY: as above.
             unsafe { *tag = new };
             VISIT_OBJECTS
         }
         Ok(None) => VISIT_OBJECTS,
-        Err(_) => VISIT_ABORT,
+        Err(_) => {
+            walk.aborted = true;
+            VISIT_ABORT
+        }
     }
 }
 

@@ -142,7 +142,7 @@ pub struct EventInfo {
 
 impl EventInfo {
     /// An event with an all-zero body.
-    pub fn new(event: u64, vm_id: u64) -> EventInfo {
+    fn new(event: u64, vm_id: u64) -> EventInfo {
         EventInfo {
             header: EventHeader { event, vm_id },
             body: EventBody { words: [0; 7] },
@@ -151,11 +151,146 @@ impl EventInfo {
 }
 
 /// A pointer and length for a string field (NULL and 0 for an empty one).
-pub fn text(s: &[u8]) -> (*const c_char, c_ulong) {
+fn text(s: &[u8]) -> (*const c_char, c_ulong) {
     if s.is_empty() {
         (std::ptr::null(), 0)
     } else {
         (s.as_ptr() as *const c_char, s.len() as c_ulong)
+    }
+}
+
+/// One event for a library, its strings borrowed for the call (UTF-8, dotted class names).
+pub enum Event<'a> {
+    Method {
+        enter: bool,
+        flags: u64,
+        depth: u64,
+        receiver: u64,
+        method: &'a [u8],
+        class: &'a [u8],
+    },
+    /// `arity` 0: an object of `class`; else an array of `arity` dimensions of `class`.
+    Allocate {
+        oid: u64,
+        words: u64,
+        class: &'a [u8],
+        arity: u64,
+    },
+    /// One of the collection codes (ScavengeStart ... GGCEnd): no body.
+    Collection(u64),
+    OidDelete(u64),
+    StartFieldReport {
+        oid: u64,
+        kind: u64,
+        class: &'a [u8],
+    },
+    FieldReport(u64),
+    EndFieldReport(u64),
+    User(&'a [u8]),
+}
+
+impl Event<'_> {
+    /// The structure of itrcstrt.h, pointing into this event's strings.
+    fn info(&self, vm_id: u64) -> EventInfo {
+        match *self {
+            Event::Method {
+                enter,
+                flags,
+                depth,
+                receiver,
+                method,
+                class,
+            } => {
+                let code = if enter {
+                    event::METHOD_ENTER
+                } else {
+                    event::METHOD_LEAVE
+                };
+                let mut e = EventInfo::new(code, vm_id);
+                let (method_name, method_name_size) = text(method);
+                let (class_name, class_name_size) = text(class);
+                e.body.method = MethodBody {
+                    flags,
+                    stack_depth: depth,
+                    receiver,
+                    method_name,
+                    method_name_size,
+                    class_name,
+                    class_name_size,
+                };
+                e
+            }
+            Event::Allocate {
+                oid,
+                words,
+                class,
+                arity,
+            } => {
+                let mut e = EventInfo::new(event::ALLOCATE, vm_id);
+                let (class_name, class_name_size) = text(class);
+                e.body.allocate = AllocBody {
+                    oid,
+                    size_in_longs: words,
+                    array_flag: u64::from(arity > 0),
+                    body: if arity == 0 {
+                        AllocUnion {
+                            object: AllocObject {
+                                flags: 0,
+                                class_name,
+                                class_name_size,
+                            },
+                        }
+                    } else {
+                        AllocUnion {
+                            array: AllocArray {
+                                class_name,
+                                class_name_size,
+                                arity,
+                            },
+                        }
+                    },
+                };
+                e
+            }
+            Event::Collection(code) => EventInfo::new(code, vm_id),
+            Event::OidDelete(oid) => {
+                let mut e = EventInfo::new(event::OID_DELETE, vm_id);
+                e.body.oid = oid;
+                e
+            }
+            Event::StartFieldReport { oid, kind, class } => {
+                let mut e = EventInfo::new(event::START_FIELD_REPORT, vm_id);
+                let (class_name, class_name_size) = text(class);
+                e.body.start_field_report = StartFieldReportBody {
+                    oid,
+                    kind,
+                    flags: 0,
+                    class_name,
+                    class_name_size,
+                };
+                e
+            }
+            Event::FieldReport(oid) => {
+                let mut e = EventInfo::new(event::FIELD_REPORT, vm_id);
+                e.body.oid = oid;
+                e
+            }
+            Event::EndFieldReport(oid) => {
+                let mut e = EventInfo::new(event::END_FIELD_REPORT, vm_id);
+                e.body.oid = oid;
+                e
+            }
+            Event::User(msg) => {
+                let mut e = EventInfo::new(event::USER_EVENT, vm_id);
+                let (msg, msg_size) = text(msg);
+                e.body.user_event = UserEventBody {
+                    flags: 0,
+                    msg,
+                    msg_size,
+                };
+                e
+            }
+        }
     }
 }
 
@@ -243,11 +378,12 @@ impl Library {
         unsafe { (self.end)() }
     }
 
-    /// Hands one event to the library; its strings must outlive the call.
-    pub fn event(&self, e: &mut EventInfo) -> u64 {
+    /// Hands one event to the library.
+    pub fn event(&self, vm_id: u64, e: &Event<'_>) -> u64 {
+        let mut info = e.info(vm_id);
         // SAFETY: the library's InstrumentTraceEvent (open), given a structure laid out as
-        // itrcstrt.h says, whose string pointers the caller keeps alive for the call.
-        unsafe { (self.event)(e) }
+        // itrcstrt.h says, whose string pointers borrow from `e`, alive for the call.
+        unsafe { (self.event)(&mut info) }
     }
 }
 

@@ -5,9 +5,9 @@
  *
  *   begin flags=0x111
  *   [main] > Fib.fib (static) depth=2
- *   [main] < Fib.fib depth=2
+ *   [main] < Fib.fib (static) depth=2
  *   alloc #412 Fib$Node (8 words)
- *   alloc #413 int[1] (6 words)
+ *   alloc #413 int[] (6 words)
  *   gc full start / gc full end / gc young start / gc young end
  *   delete #412
  *   user "checkout begins"

@@ -12,7 +12,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static unsigned long startups, begins, ends, begin_flags, vm;
+static unsigned long startups, begins, ends, begin_flags, last_flags, vm;
 static unsigned long fib_enter, fib_leave, fib_depth_sum, fib_min = ~0UL, fib_max, fib_not_static;
 static unsigned long add_enter, add_sync, add_static, add_receivers, add_zero, add_receiver;
 static unsigned long payloads, payload_longs, payload_arrays, array_longs, array_arity_bad;
@@ -56,8 +56,8 @@ unsigned long InstrumentTraceStartup(unsigned long vmID) {
 
 unsigned long InstrumentTraceBegin(unsigned long vmID, unsigned long flags) {
     (void)vmID;
-    begins++;
-    begin_flags = flags;
+    if (begins++ == 0) begin_flags = flags;
+    last_flags = flags;
     return 0;
 }
 
@@ -182,7 +182,7 @@ unsigned long InstrumentTraceShutdown(void) {
     FILE *out = path ? fopen(path, "w") : stdout;
     if (out == NULL) return 1;
     fprintf(out,
-            "startups=%lu\nbegins=%lu\nends=%lu\nbegin_flags=%lu\nvm=%lu\n"
+            "startups=%lu\nbegins=%lu\nends=%lu\nbegin_flags=%lu\nlast_flags=%lu\nvm=%lu\n"
             "fib_enter=%lu\nfib_leave=%lu\nfib_depth_sum=%lu\nfib_min=%lu\nfib_max=%lu\n"
             "fib_not_static=%lu\nadd_enter=%lu\nadd_sync=%lu\nadd_static=%lu\n"
             "add_receivers=%lu\nadd_zero=%lu\npayloads=%lu\npayload_longs=%lu\n"
@@ -191,7 +191,7 @@ unsigned long InstrumentTraceShutdown(void) {
             "reported=%lu\nclasses_reported=%lu\narrays_reported=%lu\ntree_objects=%lu\n"
             "reported_twice=%lu\ntree_refs=%lu\ntree_ids_known=%lu\nnodes_allocated=%lu\n"
             "thread=%s\npriority=%ld\ngroup=%s\n",
-            startups, begins, ends, begin_flags, vm, fib_enter, fib_leave, fib_depth_sum,
+            startups, begins, ends, begin_flags, last_flags, vm, fib_enter, fib_leave, fib_depth_sum,
             fib_min, fib_max, fib_not_static, add_enter, add_sync, add_static, add_receivers,
             add_zero, payloads, payload_longs, payload_arrays, array_longs, array_arity_bad,
             deleted, ggc_start, ggc_end, scav_start, scav_end, user_events, reported,
