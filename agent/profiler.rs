@@ -577,7 +577,11 @@ impl Profiler {
             jvmti::EVENT_CLASS_PREPARE,
         ];
         if self.uses_hook() {
-            events.extend([jvmti::EVENT_VM_START, jvmti::EVENT_CLASS_FILE_LOAD_HOOK]);
+            events.push(jvmti::EVENT_VM_START);
+        }
+        // capture=bci instruments from the start; concurrency hooks alone from VM init.
+        if self.uses_bci() {
+            events.push(jvmti::EVENT_CLASS_FILE_LOAD_HOOK);
         }
         for event in events {
             self.jvmti
@@ -674,6 +678,17 @@ impl Profiler {
             "{} classes registered (loaded so far)",
             self.registry.class_count()
         ));
+        if self.uses_hook() && !self.uses_bci() {
+            // Concurrency call sites only: hooked from here on. Enabled at load, the hook made
+            // HotSpot fetch the class file of every class its CDS archive maps (h2 1.11x of no
+            // agent against 1.04x), for the few start-up classes that call notify.
+            if let Err(e) = jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
+                log::warn(&format!(
+                    "no ClassFileLoadHook ({}): notify, notifyAll and JDK 17's sleep go unseen",
+                    e
+                ));
+            }
+        }
         if self.uses_hook() {
             match capture::bci::initialize_trampoline(jni) {
                 Ok(()) => {
