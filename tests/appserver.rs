@@ -240,7 +240,7 @@ fn tomcat_under_wrk_writes_an_orca_log_that_checks() {
 
 /// `jlive ctl heap` on Tomcat under wrk: the server keeps serving (wrk sees no error), and the
 /// graph's objects by class agree with `jcmd GC.class_histogram` taken right after, within
-/// what the requests allocate in between: 1% (or 100 objects) for each class of 2,000 objects
+/// what the requests allocate in between: 5% (or 300 objects) for each class of 2,000 objects
 /// or more, and for the total.
 #[test]
 fn a_heap_graph_of_tomcat_under_wrk_agrees_with_jcmds_histogram() {
@@ -316,7 +316,7 @@ fn a_heap_graph_of_tomcat_under_wrk_agrees_with_jcmds_histogram() {
         .iter()
         .map(|c| (c.name.as_str(), c.objects))
         .collect();
-    let near = |a: u64, b: u64| a.abs_diff(b) <= (b / 100).max(100);
+    let near = |a: u64, b: u64| a.abs_diff(b) <= (b / 20).max(300);
     let mut compared = 0;
     let mut table = String::new();
     for (class, &n) in theirs.iter().filter(|(_, &n)| n >= 2000) {
