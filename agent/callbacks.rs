@@ -195,17 +195,22 @@ pub fn object_identity(
         } else {
             NOT_ARRAY
         };
-        append(
-            p,
-            RecordKind::ObjectSeen,
-            ticks,
-            u64::from(class),
-            id,
-            length,
-            || attach_java_thread(p, jvmti, std::ptr::null_mut()),
-        );
+        seen(p, ticks, class, id, length);
     }
     (id, class)
+}
+
+/// ObjectSeen: the writer defines object `id` of `class` (`length`: an array's, or NOT_ARRAY).
+fn seen(p: &'static Profiler, ticks: u64, class: ClassKey, id: u32, length: u32) {
+    append(
+        p,
+        RecordKind::ObjectSeen,
+        ticks,
+        u64::from(class),
+        id,
+        length,
+        || attach_java_thread(p, p.jvmti, std::ptr::null_mut()),
+    );
 }
 
 /// Defines objects that got their ID outside an event (a heap walk) for the trace file:
@@ -216,15 +221,12 @@ pub fn record_seen(p: &'static Profiler, objects: &[(u32, ClassKey, i32)]) {
     }
     let ticks = clock::ticks();
     for &(id, class, length) in objects {
-        let length = u32::try_from(length).unwrap_or(NOT_ARRAY);
-        append(
+        seen(
             p,
-            RecordKind::ObjectSeen,
             ticks,
-            u64::from(class),
+            class,
             id,
-            length,
-            || attach_java_thread(p, p.jvmti, std::ptr::null_mut()),
+            u32::try_from(length).unwrap_or(NOT_ARRAY),
         );
     }
 }

@@ -160,6 +160,41 @@ fn tomcat_serves_with_every_class_instrumented_and_verified() {
 /// Tomcat with the drop-in (`capture` added to its options, `java_opts` in JAVA_OPTS), wrk for
 /// 10 s, a burst of 2 s or more (until 20 requests of the test's own were served); returns what
 /// Tomcat printed.
+/// A port no one listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `catalina.sh run` on `base` with the drop-in's options (`JLIVE_OPTIONS`) and `JAVA_OPTS`,
+/// its console in `dir`; returns once Tomcat listens on `port`.
+fn start_tomcat(
+    jdk: &Jdk,
+    dir: &Path,
+    base: &Path,
+    port: u16,
+    options: &str,
+    java_opts: &str,
+) -> std::process::Child {
+    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
+        .arg("run")
+        .env("CATALINA_HOME", CATALINA_HOME)
+        .env("CATALINA_BASE", base)
+        .env("JAVA_HOME", &jdk.home)
+        .env("JLIVE_LIB", agent())
+        .env("JLIVE_OPTIONS", options)
+        .env("JAVA_OPTS", java_opts)
+        .stdout(std::fs::File::create(dir.join("console.txt")).unwrap())
+        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
+        .spawn()
+        .expect("start catalina.sh run");
+    wait_for_port(port, &mut tomcat);
+    tomcat
+}
+
 /// One Tomcat and one wrk at a time: two of each would share the machine's two cores.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -185,28 +220,13 @@ fn tomcat_under_wrk_writes_an_orca_log_that_checks() {
     let wrk = tomcat_and_wrk();
     let jdk = &jdks()[0];
     let dir = scratch("tomcat-orca");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let base = tomcat_base(&dir, port);
     let options = format!(
         "format=orca,control=off,file={}/logs/jlive-%p.orca",
         base.display()
     );
-    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
-        .arg("run")
-        .env("CATALINA_HOME", CATALINA_HOME)
-        .env("CATALINA_BASE", &base)
-        .env("JAVA_HOME", &jdk.home)
-        .env("JLIVE_LIB", agent())
-        .env("JLIVE_OPTIONS", &options)
-        .stdout(std::fs::File::create(dir.join("console.txt")).unwrap())
-        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
-        .spawn()
-        .expect("start catalina.sh run");
-    wait_for_port(port, &mut tomcat);
+    let mut tomcat = start_tomcat(jdk, &dir, &base, port, &options, "");
     assert!(served(port), "Tomcat did not serve the first request");
     let report = Command::new(wrk)
         .args(["-t2", "-c8", "-d5s", "--timeout", "10s"])
@@ -248,26 +268,11 @@ fn a_heap_graph_of_tomcat_under_wrk_agrees_with_jcmds_histogram() {
     let wrk = tomcat_and_wrk();
     let jdk = &jdks()[0];
     let dir = scratch("tomcat-heap");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let base = tomcat_base(&dir, port);
     let socket = dir.join("ctl.sock");
     let options = format!("start=paused,control={}", socket.display());
-    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
-        .arg("run")
-        .env("CATALINA_HOME", CATALINA_HOME)
-        .env("CATALINA_BASE", &base)
-        .env("JAVA_HOME", &jdk.home)
-        .env("JLIVE_LIB", agent())
-        .env("JLIVE_OPTIONS", &options)
-        .stdout(std::fs::File::create(dir.join("console.txt")).unwrap())
-        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
-        .spawn()
-        .expect("start catalina.sh run");
-    wait_for_port(port, &mut tomcat);
+    let mut tomcat = start_tomcat(jdk, &dir, &base, port, &options, "");
     assert!(served(port), "Tomcat did not serve the first request");
     let url = format!("http://127.0.0.1:{}/index.html", port);
     let load = std::thread::spawn(move || {
@@ -351,11 +356,7 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
     let wrk = tomcat_and_wrk();
     let jdk = &jdks()[0];
     let dir = scratch("tomcat");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let base = tomcat_base(&dir, port);
     let socket = dir.join("tomcat.sock");
     let log = dir.join("jlive.log");
@@ -367,19 +368,7 @@ fn tomcat_burst(capture: &str, java_opts: &str) -> String {
         log.display()
     );
     let console = dir.join("console.txt");
-    let mut tomcat = Command::new(Path::new(CATALINA_HOME).join("bin/catalina.sh"))
-        .arg("run")
-        .env("CATALINA_HOME", CATALINA_HOME)
-        .env("CATALINA_BASE", &base)
-        .env("JAVA_HOME", &jdk.home)
-        .env("JLIVE_LIB", agent())
-        .env("JLIVE_OPTIONS", &options)
-        .env("JAVA_OPTS", java_opts)
-        .stdout(std::fs::File::create(&console).unwrap())
-        .stderr(std::fs::File::create(dir.join("console-err.txt")).unwrap())
-        .spawn()
-        .expect("start catalina.sh run");
-    wait_for_port(port, &mut tomcat);
+    let mut tomcat = start_tomcat(jdk, &dir, &base, port, &options, java_opts);
     assert!(ctl(&socket, "status").contains("state=paused"));
     // The first request loads (and under capture=bci instruments) the servlet classes: served
     // before the load, so that the burst sees requests, not class loading.
@@ -541,11 +530,7 @@ fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when
 
     // Tomcat with the drop-in as installed: no path given anywhere.
     let jdk = &jdks()[0];
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let base = tomcat_base(&dir, port);
     std::fs::copy(
         "/opt/jlive/appserver/tomcat/setenv.sh",

@@ -801,17 +801,31 @@ unsafe extern "C" fn heap_iteration(
     // SAFETY: `data` is the ObjectWalk that iterate_through_heap passed, alive for the
     // iteration and touched by no one else meanwhile; `tag` is JVMTI's for this callback.
     let (walk, current) = unsafe { (&mut *(data as *mut ObjectWalk), *tag) };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (walk.visit)(class_tag, size, current, length)
-    })) {
+    }));
+    // SAFETY: as above.
+    unsafe { answer(visited, tag, &mut walk.aborted) }
+}
+
+/// A heap callback's answer: the tag `visit` gave, written, or an aborted walk after a panic.
+///
+/// # Safety
+/// `tag` is the tag pointer JVMTI passed to the callback.
+unsafe fn answer(
+    visited: std::thread::Result<Option<jlong>>,
+    tag: *mut jlong,
+    aborted: &mut bool,
+) -> jint {
+    match visited {
         Ok(Some(new)) => {
-            // SAFETY: as above.
+            // SAFETY: the caller's.
             unsafe { *tag = new };
             VISIT_OBJECTS
         }
         Ok(None) => VISIT_OBJECTS,
         Err(_) => {
-            walk.aborted = true;
+            *aborted = true;
             VISIT_ABORT
         }
     }
@@ -848,18 +862,9 @@ unsafe extern "C" fn heap_reference(
         length,
         referrer,
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (walk.visit)(&r))) {
-        Ok(Some(new)) => {
-            // SAFETY: as above.
-            unsafe { *tag = new };
-            VISIT_OBJECTS
-        }
-        Ok(None) => VISIT_OBJECTS,
-        Err(_) => {
-            walk.aborted = true;
-            VISIT_ABORT
-        }
-    }
+    let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (walk.visit)(&r)));
+    // SAFETY: as above.
+    unsafe { answer(visited, tag, &mut walk.aborted) }
 }
 
 /// jvmtiHeapIterationCallback.
