@@ -80,9 +80,6 @@ pub struct BurstState {
     count: u32,
     /// The current file's number (`%n`).
     file: u32,
-    /// Where the open burst goes: the file, the user trace library, or both.
-    to_file: bool,
-    to_plugin: bool,
 }
 
 impl BurstState {
@@ -136,8 +133,6 @@ impl Profiler {
         crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors, to_plugin);
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
-        state.to_file = to_file;
-        state.to_plugin = to_plugin;
         state.opened = Some(Instant::now());
 
         state.count += 1;
@@ -154,15 +149,14 @@ impl Profiler {
         crate::capture::bci::set_gate(Methods::Off, false, false, false);
         // Disabling ObjectFree posts the frees HotSpot still holds: they reach the library.
         self.switch_events(jvmti, flags, false);
-        if state.to_file {
+        if self.options.writes_file() {
             self.hub.stop_and_collect();
             self.hub.control(Message::BurstEnd {
                 ticks: clock::ticks(),
             });
         }
-        if state.to_plugin {
-            crate::plugin::end(self);
-        }
+        // Nothing when the burst went to no library.
+        crate::plugin::end(self);
         state.opened = None;
         log::info(&format!("burst {} ended", state.count));
         Ok(format!("burst {} ended", state.count))
@@ -174,10 +168,8 @@ impl Profiler {
         if !state.is_open() {
             return Err("no burst is open: a mark must lie inside a burst".into());
         }
-        if state.to_plugin {
-            crate::plugin::user_event(text);
-        }
-        if !state.to_file {
+        crate::plugin::user_event(text);
+        if !self.options.writes_file() {
             return Ok("marked".into());
         }
         self.hub.collect();
@@ -190,9 +182,7 @@ impl Profiler {
 
     /// A USER_EVENT recorded on the calling Java thread (the Java API).
     pub fn thread_event(&self, text: String) -> bool {
-        if crate::plugin::delivering() {
-            crate::plugin::user_event(&text);
-        }
+        crate::plugin::user_event(&text);
         let Some(buffer) = Hub::current() else {
             return false;
         };

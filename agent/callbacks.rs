@@ -105,7 +105,7 @@ fn append_from_gc(p: &'static Profiler, kind: RecordKind, arg: u32) {
 }
 
 /// A new object ID (linear from 1); None once the 32-bit space is used up.
-fn new_object_id(p: &Profiler) -> Option<u32> {
+pub fn new_object_id(p: &Profiler) -> Option<u32> {
     let id = p
         .next_object
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

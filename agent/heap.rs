@@ -9,13 +9,12 @@
 //! Classes are tagged before the walk and named from their signatures; the walk itself runs
 //! at a safepoint, in a callback that calls nothing in the JVM.
 
-use crate::classes::{Classes, CLASS_TAG};
+use crate::classes::{internal_name, Classes, CLASS_TAG};
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{cap, Capabilities, HeapRef, Jvmti};
 use crate::profiler::Profiler;
 use jlive_writer::heap::{Graph, Object, Ref, Root};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
 
 /// IDs above every object ID: a class object's is this plus its key (or index).
 pub const CLASS_IDS: u64 = 1 << 32;
@@ -35,16 +34,6 @@ pub fn id_of(tag: i64) -> u64 {
     } else {
         tag as u64
     }
-}
-
-/// The internal name of a class from its JVM signature (`Ljava/lang/String;` →
-/// `java/lang/String`; arrays and primitives as they are).
-fn internal_name(signature: &str) -> String {
-    signature
-        .strip_prefix('L')
-        .and_then(|s| s.strip_suffix(';'))
-        .unwrap_or(signature)
-        .to_string()
 }
 
 /// What a walk found: the graph, and (in jlive's environment) the objects it gave their first
@@ -99,47 +88,21 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
     graph
         .classes
         .push("(a class loaded during the walk)".into());
-    let mut next_own = 0u64;
-    let mut next_id = || -> Option<u64> {
-        match &ids {
-            Ids::Agent(p) => {
-                let id = p.next_object.fetch_add(1, Ordering::Relaxed);
-                (id != 0 && id < jlive_writer::record::PENDING_OBJECT).then_some(u64::from(id))
-            }
-            Ids::Own => {
-                next_own += 1;
-                Some(next_own)
-            }
-        }
+    let mut list = Listing {
+        agent: match ids {
+            Ids::Agent(p) => Some(p),
+            Ids::Own => None,
+        },
+        next_own: 0,
+        seen: HashSet::new(),
+        fresh: Vec::new(),
+        objects: Vec::new(),
+        class_of_tag,
+        unknown,
     };
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut fresh = Vec::new();
-    let agent = matches!(ids, Ids::Agent(_));
-    let Graph {
-        objects,
-        refs,
-        roots,
-        ..
-    } = &mut graph;
+    let (mut refs, mut roots) = (Vec::new(), Vec::new());
     let mut visit = |r: &HeapRef| -> Option<i64> {
-        let (id, new_tag) = if r.tag == 0 {
-            let id = next_id()?;
-            (id, Some(id as i64))
-        } else {
-            (id_of(r.tag), None)
-        };
-        if agent && new_tag.is_some() && r.class_tag & CLASS_TAG != 0 {
-            fresh.push((id as u32, (r.class_tag & 0xFFFF_FFFF) as u32, r.length));
-        }
-        // Reported once per reference to it: listed at the first.
-        if seen.insert(id) {
-            objects.push(Object {
-                id,
-                class: class_of_tag.get(&r.class_tag).copied().unwrap_or(unknown),
-                size: r.size.max(0) as u64,
-                length: r.length,
-            });
-        }
+        let (id, new_tag) = list.object(r.class_tag, r.size, r.tag, r.length)?;
         let kind = r.kind.clamp(0, 255) as u8;
         match r.referrer {
             Some(from) => refs.push(Ref {
@@ -154,31 +117,77 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
     jvmti
         .follow_references(&mut visit)
         .map_err(|e| format!("FollowReferences: {}", e))?;
-    if matches!(ids, Ids::Own) {
+    if list.agent.is_none() {
         // What the JVM keeps alive that no JVMTI reference leads to (a class's resolved
         // constant-pool entries, held by the class's metadata): listed, with no edge to them.
-        let mut unreached = |class_tag: i64, size: i64, tag: i64, length: i32| -> Option<i64> {
-            let (id, new_tag) = if tag == 0 {
-                let id = next_id()?;
-                (id, Some(id as i64))
-            } else {
-                (id_of(tag), None)
-            };
-            if seen.insert(id) {
-                objects.push(Object {
-                    id,
-                    class: class_of_tag.get(&class_tag).copied().unwrap_or(unknown),
-                    size: size.max(0) as u64,
-                    length,
-                });
-            }
-            new_tag
+        let mut unreached = |class_tag: i64, size: i64, tag: i64, length: i32| {
+            list.object(class_tag, size, tag, length)?.1
         };
         jvmti
             .iterate_through_heap(&mut unreached)
             .map_err(|e| format!("IterateThroughHeap: {}", e))?;
     }
-    Ok(Walked { graph, fresh })
+    graph.objects = list.objects;
+    graph.refs = refs;
+    graph.roots = roots;
+    Ok(Walked {
+        graph,
+        fresh: list.fresh,
+    })
+}
+
+/// The objects a walk has listed, and how new ones get their IDs.
+struct Listing<'a> {
+    /// jlive's environment ([`Ids::Agent`]), or None for the walk's own.
+    agent: Option<&'a Profiler>,
+    next_own: u64,
+    seen: HashSet<u64>,
+    fresh: Vec<(u32, u32, i32)>,
+    objects: Vec<Object>,
+    class_of_tag: HashMap<i64, u32>,
+    unknown: u32,
+}
+
+impl Listing<'_> {
+    /// The ID of an object the walk reports (each time a reference leads to it), and the tag
+    /// to give it if it had none; listed the first time. None once IDs are used up.
+    fn object(
+        &mut self,
+        class_tag: i64,
+        size: i64,
+        tag: i64,
+        length: i32,
+    ) -> Option<(u64, Option<i64>)> {
+        let (id, new_tag) = if tag != 0 {
+            (id_of(tag), None)
+        } else {
+            let id = match self.agent {
+                Some(p) => u64::from(crate::callbacks::new_object_id(p)?),
+                None => {
+                    self.next_own += 1;
+                    self.next_own
+                }
+            };
+            if self.agent.is_some() && class_tag & CLASS_TAG != 0 {
+                self.fresh
+                    .push((id as u32, (class_tag & 0xFFFF_FFFF) as u32, length));
+            }
+            (id, Some(id as i64))
+        };
+        if self.seen.insert(id) {
+            self.objects.push(Object {
+                id,
+                class: self
+                    .class_of_tag
+                    .get(&class_tag)
+                    .copied()
+                    .unwrap_or(self.unknown),
+                size: size.max(0) as u64,
+                length,
+            });
+        }
+        Some((id, new_tag))
+    }
 }
 
 /// `jlive ctl heap FILE`: the graph of the live heap (a full collection first, as

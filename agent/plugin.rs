@@ -34,6 +34,7 @@ use crate::heap::{self, CLASS_IDS};
 use crate::log;
 use crate::options::{Gc, Methods, Output};
 use crate::profiler::Profiler;
+use jlive_writer::heap::java_name;
 use jlive_writer::keyhash::KeyHasher;
 use jlive_writer::record::{MethodKey, Symbols, NO_OBJECT, PENDING_OBJECT};
 use parking_lot::{Condvar, Mutex};
@@ -117,7 +118,7 @@ fn inside<T>(f: impl FnOnce() -> T) -> T {
 
 /// Hands an event to the burst's library, counted as in flight; not from inside it.
 fn deliver(e: &Event<'_>) {
-    if inside_library() {
+    if !delivering() || inside_library() {
         return;
     }
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
@@ -349,15 +350,16 @@ fn application_thread() -> bool {
         .unwrap_or(false)
 }
 
-fn dotted(internal: &str) -> String {
-    internal.replace('/', ".")
-}
-
 fn describe(p: &Profiler, key: MethodKey) -> Names {
     let found = p.registry.method(key).and_then(|m| {
         let class = p.registry.class(m.class)?;
         let def = class.methods.get(usize::from(m.index))?;
-        Some((dotted(&class.name), def.name.clone(), def.access, m.class))
+        Some((
+            java_name(&class.name),
+            def.name.clone(),
+            def.access,
+            m.class,
+        ))
     });
     let (class, method, access, class_key) =
         found.unwrap_or_else(|| ("?".into(), "?".into(), 0, 0));
@@ -439,7 +441,7 @@ pub fn allocated(id: u32, class_name: &str, size: i64) {
     }
     let dims = class_name.bytes().take_while(|&b| b == b'[').count();
     let name = if dims == 0 {
-        dotted(class_name)
+        java_name(class_name)
     } else {
         element_name(&class_name[dims..])
     };
@@ -464,7 +466,7 @@ fn element_name(descriptor: &str) -> String {
         "F" => "float",
         "D" => "double",
         _ => {
-            return dotted(
+            return java_name(
                 descriptor
                     .strip_prefix('L')
                     .and_then(|d| d.strip_suffix(';'))
@@ -504,7 +506,7 @@ pub fn report_references(p: &'static Profiler, jni: Jni<'_>) -> Result<u64, Stri
     let names: Vec<Vec<u8>> = graph
         .classes
         .iter()
-        .map(|c| dotted(c).into_bytes())
+        .map(|c| java_name(c).into_bytes())
         .collect();
     let mut at = 0;
     let mut objects: Vec<&jlive_writer::heap::Object> = graph.objects.iter().collect();
