@@ -270,12 +270,14 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "both | plugin | file",
         "where bursts go: the trace file and a plug-in once one is loaded (plugin= or InstrumentVMSupport.tracingStartup), the plug-in only (no file is written), or the file only",
     ),
+    (
+        "jvmpi",
+        "(none)",
+        "PATH[:OPTIONS]: host a legacy JVMPI agent (JDK 1.2-5) through the JVMPI shim instead of tracing; the last option: everything after the library's ':' is the agent's own option string, commas included; only log= may come before it; at start-up only",
+    ),
     ("log", "stderr | PATH", "where jlive's own messages go"),
     ("help", "", "print this table and exit"),
 ];
-
-/// Keys of DESIGN.md that this build does not implement yet.
-const LATER: &[&str] = &["jvmpi"];
 
 const PLATFORMS: &str = "auto, linux_x86, linux_390, win32_x86, aix_ppc, os390, solaris_sparc";
 
@@ -626,11 +628,11 @@ impl Options {
             "control" => self.control = control(value)?,
             "token" if value.is_empty() => return Err(bad_value(key, value, "a secret")),
             "token" => self.token = Some(value.to_string()),
-            _ if LATER.contains(&key) => {
-                return Err(OptionError(format!(
-                    "option '{}' is not available in this build yet",
-                    key
-                )))
+            "jvmpi" => {
+                return Err(OptionError(
+                    "jvmpi= must be the last option: everything after it is the JVMPI agent's"
+                        .into(),
+                ))
             }
             _ => return Err(unknown_key(key)),
         }
@@ -760,6 +762,20 @@ pub fn utc_stamp(secs: u64) -> String {
 }
 
 /// The text `help` prints: every option with its values (default first).
+/// `jvmpi=SPEC` splits the option string: (the options before it, SPEC = the rest of the
+/// string, commas and all).
+pub fn split_jvmpi(text: &str) -> Option<(&str, &str)> {
+    let at = if text.starts_with("jvmpi=") {
+        0
+    } else {
+        text.find(",jvmpi=")? + 1
+    };
+    Some((
+        text[..at].trim_end_matches(','),
+        &text[at + "jvmpi=".len()..],
+    ))
+}
+
 pub fn help_text() -> String {
     let mut s = String::from(
         "jlive: usage: java -agentpath:/path/to/libjlive.so[=key=value,...] ...\n\
@@ -908,10 +924,17 @@ mod tests {
                 e
             );
         }
-        assert!(Options::parse("jvmpi=x.so")
-            .unwrap_err()
-            .0
-            .contains("not available"));
+    }
+
+    #[test]
+    fn jvmpi_takes_the_rest_of_the_string_whatever_it_holds() {
+        assert_eq!(
+            split_jvmpi("log=/tmp/l,jvmpi=/x/libp.so:heap=sites,cpu=times"),
+            Some(("log=/tmp/l", "/x/libp.so:heap=sites,cpu=times"))
+        );
+        assert_eq!(split_jvmpi("jvmpi=hprof"), Some(("", "hprof")));
+        assert_eq!(split_jvmpi("file=x.trc,capture=bci"), None);
+        assert_eq!(split_jvmpi("file=myjvmpi=x"), None);
     }
 
     #[test]

@@ -216,6 +216,9 @@ impl WithSink for StartWriter {
 
 /// Agent_OnLoad: Ok, or the one line to print before returning JNI_ERR.
 pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
+    if let Some((before, spec)) = crate::options::split_jvmpi(text) {
+        return host_jvmpi(Vm::new(vm), before, spec);
+    }
     let options = Options::parse(text).map_err(|e| e.0)?;
     if options.help {
         print!("{}", crate::options::help_text());
@@ -238,6 +241,9 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
     if PROFILER.get().is_some() {
         log::warn("jlive is already loaded in this JVM: this attach changes nothing (its options are ignored); drive it with jlive ctl");
         return Ok(Attached::AlreadyLoaded);
+    }
+    if crate::options::split_jvmpi(text).is_some() {
+        return Err("jvmpi= works at start-up only: a JVMPI agent loads before the VM runs (-agentpath:libjlive.so=jvmpi=...)".into());
     }
     let options = Options::parse_attached(text).map_err(|e| e.0)?;
     if options.help {
@@ -264,6 +270,35 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
         log::warn("attached, but no JNI environment on the attaching thread: nothing is traced");
     }
     Ok(Attached::Started)
+}
+
+/// `jvmpi=`: libjlive.so hosts a legacy JVMPI agent (jvmpi-shim) and traces nothing itself.
+fn host_jvmpi(vm: Vm, before: &str, spec: &str) -> Result<(), String> {
+    let options = Options::parse(before).map_err(|e| e.0)?;
+    let keys = before.split(',').filter(|s| !s.is_empty());
+    if let Some(other) = keys
+        .map(|s| s.split('=').next().unwrap_or(s))
+        .find(|k| *k != "log")
+    {
+        return Err(format!(
+            "jvmpi= hosts a JVMPI agent without jlive's own tracing: '{}' cannot come with it (only log= may)",
+            other
+        ));
+    }
+    if let Some(path) = &options.log {
+        log::to_file(path).map_err(|e| format!("cannot open log file {}: {}", path, e))?;
+    }
+    // The JVM's own library directory first, then java.library.path (as -Xrun searched).
+    let mut dirs = Vec::new();
+    if let Some(jvmti) = Jvmti::from_vm(vm.raw()) {
+        for key in ["sun.boot.library.path", "java.library.path"] {
+            if let Some(value) = jvmti.system_property(key) {
+                dirs.extend(value.split(':').filter(|d| !d.is_empty()).map(String::from));
+            }
+        }
+        jvmti.dispose();
+    }
+    jvmpi_shim::host(vm, spec, &dirs)
 }
 
 /// What Agent_OnLoad and Agent_OnAttach share: the JVMTI environment, its capabilities and

@@ -13,7 +13,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use jni_sys::{jclass, jfieldID, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
-pub use jvmti_sys::{jthread, jvmtiEnv, jvmtiEventCallbacks};
+pub use jvmti_sys::{jthread, jvmtiAddrLocationMap, jvmtiEnv, jvmtiEventCallbacks};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 use std::ptr;
 
@@ -38,6 +38,9 @@ pub const EVENT_GARBAGE_COLLECTION_START: u32 = 81;
 pub const EVENT_GARBAGE_COLLECTION_FINISH: u32 = 82;
 pub const EVENT_OBJECT_FREE: u32 = 83;
 pub const EVENT_VM_OBJECT_ALLOC: u32 = 84;
+pub const EVENT_COMPILED_METHOD_LOAD: u32 = 68;
+pub const EVENT_COMPILED_METHOD_UNLOAD: u32 = 69;
+pub const EVENT_DATA_DUMP_REQUEST: u32 = 71;
 pub const EVENT_SAMPLED_OBJECT_ALLOC: u32 = 86;
 pub const EVENT_MONITOR_WAIT: u32 = 73;
 pub const EVENT_MONITOR_WAITED: u32 = 74;
@@ -64,9 +67,14 @@ pub mod cap {
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const ACCESS_LOCAL_VARIABLES: u32 = 14;
     pub const MAINTAIN_ORIGINAL_METHOD_ORDER: u32 = 15;
+    pub const GET_OWNED_MONITOR_INFO: u32 = 5;
+    pub const GET_CURRENT_CONTENDED_MONITOR: u32 = 6;
+    pub const SUSPEND: u32 = 20;
+    pub const GET_THREAD_CPU_TIME: u32 = 23;
     pub const GENERATE_METHOD_ENTRY_EVENTS: u32 = 24;
     pub const GENERATE_METHOD_EXIT_EVENTS: u32 = 25;
     pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
     pub const GENERATE_MONITOR_EVENTS: u32 = 28;
     pub const GENERATE_VM_OBJECT_ALLOC_EVENTS: u32 = 29;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
@@ -735,6 +743,167 @@ impl Jvmti {
         }
     }
 
+    /// A thread's frames from `start` on, innermost first (NULL = the current thread; another
+    /// thread's stack is read in a handshake). Returns how many were filled.
+    pub fn stack_trace_of(&self, thread: jthread, start: jint, frames: &mut [FrameInfo]) -> usize {
+        let mut count: jint = 0;
+        let filled = call!(
+            self,
+            104,
+            (jthread, jint, jint, *mut FrameInfo, *mut jint),
+            thread,
+            start,
+            frames.len() as jint,
+            frames.as_mut_ptr(),
+            &mut count
+        );
+        match filled {
+            Ok(()) => (count.max(0) as usize).min(frames.len()),
+            Err(_) => 0,
+        }
+    }
+
+    /// Every live platform thread, as local references.
+    pub fn all_threads(&self) -> Result<Vec<jthread>> {
+        let (mut n, mut p): (jint, *mut jthread) = (0, ptr::null_mut());
+        call!(self, 4, (*mut jint, *mut *mut jthread), &mut n, &mut p)?;
+        Ok(self.take_array(p, n))
+    }
+
+    pub fn suspend_thread(&self, thread: jthread) -> Result<()> {
+        call!(self, 5, (jthread), thread)
+    }
+
+    pub fn resume_thread(&self, thread: jthread) -> Result<()> {
+        call!(self, 6, (jthread), thread)
+    }
+
+    /// JVMTI_THREAD_STATE_* bits of a thread.
+    pub fn thread_state(&self, thread: jthread) -> Result<jint> {
+        let mut state: jint = 0;
+        call!(self, 17, (jthread, *mut jint), thread, &mut state)?;
+        Ok(state)
+    }
+
+    /// CPU time a thread has used, in nanoseconds (needs can_get_thread_cpu_time).
+    pub fn thread_cpu_time(&self, thread: jthread) -> Result<jlong> {
+        let mut nanos: jlong = 0;
+        call!(self, 137, (jthread, *mut jlong), thread, &mut nanos)?;
+        Ok(nanos)
+    }
+
+    /// The objects carrying any of `tags`, with their tags (local references).
+    pub fn objects_with_tags(&self, tags: &[jlong]) -> Result<Vec<(jobject, jlong)>> {
+        let mut count: jint = 0;
+        let mut objects: *mut jobject = ptr::null_mut();
+        let mut found: *mut jlong = ptr::null_mut();
+        call!(
+            self,
+            114,
+            (
+                jint,
+                *const jlong,
+                *mut jint,
+                *mut *mut jobject,
+                *mut *mut jlong
+            ),
+            tags.len() as jint,
+            tags.as_ptr(),
+            &mut count,
+            &mut objects,
+            &mut found
+        )?;
+        let objects = self.take_array(objects, count);
+        let found = self.take_array(found, count);
+        Ok(objects.into_iter().zip(found).collect())
+    }
+
+    /// Asks the JVM to send the events of `event` that happened before it was enabled
+    /// (CompiledMethodLoad, DynamicCodeGenerated).
+    pub fn generate_events(&self, event: u32) -> Result<()> {
+        call!(self, 123, (u32), event)
+    }
+
+    /// The objects whose monitors a thread holds (local references; handshake).
+    pub fn owned_monitors(&self, thread: jthread) -> Result<Vec<jobject>> {
+        let (mut n, mut p): (jint, *mut jobject) = (0, ptr::null_mut());
+        call!(
+            self,
+            10,
+            (jthread, *mut jint, *mut *mut jobject),
+            thread,
+            &mut n,
+            &mut p
+        )?;
+        Ok(self.take_array(p, n))
+    }
+
+    /// The object whose monitor a thread waits to enter or waits on, if any.
+    pub fn contended_monitor(&self, thread: jthread) -> Option<jobject> {
+        let mut object: jobject = ptr::null_mut();
+        call!(self, 11, (jthread, *mut jobject), thread, &mut object).ok()?;
+        (!object.is_null()).then_some(object)
+    }
+
+    /// An object's monitor: owner, entry count, threads waiting to enter, threads waiting to
+    /// be notified (local references).
+    pub fn monitor_usage(&self, object: jobject) -> Result<Monitor> {
+        let mut usage = MonitorUsage {
+            owner: ptr::null_mut(),
+            entry_count: 0,
+            waiter_count: 0,
+            waiters: ptr::null_mut(),
+            notify_waiter_count: 0,
+            notify_waiters: ptr::null_mut(),
+        };
+        call!(self, 59, (jobject, *mut MonitorUsage), object, &mut usage)?;
+        Ok(Monitor {
+            owner: (!usage.owner.is_null()).then_some(usage.owner),
+            entry_count: usage.entry_count,
+            waiters: self.take_array(usage.waiters, usage.waiter_count),
+            notify_waiters: self.take_array(usage.notify_waiters, usage.notify_waiter_count),
+        })
+    }
+
+    /// Whether a method is native.
+    pub fn is_native(&self, method: jmethodID) -> bool {
+        self.method_modifiers(method).is_ok_and(|m| m & 0x0100 != 0)
+    }
+
+    /// A class's modifiers (ACC_* bits).
+    pub fn class_modifiers(&self, class: jclass) -> Result<jint> {
+        let mut m: jint = 0;
+        call!(self, 51, (jclass, *mut jint), class, &mut m)?;
+        Ok(m)
+    }
+
+    /// A copy of the JNI function table the JVM hands out (JVMTI-allocated; never freed: the
+    /// JVM may keep using what [`Jvmti::set_jni_functions`] installs from it).
+    pub fn jni_functions(&self) -> Result<*mut jni_sys::JNINativeInterface_> {
+        let mut table: *mut jni_sys::JNINativeInterface_ = ptr::null_mut();
+        call!(
+            self,
+            121,
+            (*mut *mut jni_sys::JNINativeInterface_),
+            &mut table
+        )?;
+        if table.is_null() {
+            return Err(JvmtiError(ERROR_INTERNAL));
+        }
+        Ok(table)
+    }
+
+    /// Installs a JNI function table for every thread, present and future.
+    pub fn set_jni_functions(&self, table: *const jni_sys::JNINativeInterface_) -> Result<()> {
+        call!(self, 120, (*const jni_sys::JNINativeInterface_), table)
+    }
+
+    /// Enables or disables an event for one thread only.
+    pub fn set_thread_event(&self, event: u32, enable: bool, thread: jthread) -> Result<()> {
+        let mode: u32 = if enable { 1 } else { 0 };
+        call!(self, 2, (u32, u32, jthread), mode, event, thread)
+    }
+
     /// `this` of the frame at `depth`, or None for static and native frames.
     pub fn local_instance(&self, thread: jthread, depth: jint) -> Option<jobject> {
         let mut object: jobject = ptr::null_mut();
@@ -899,6 +1068,15 @@ impl Default for FrameInfo {
             location: -1,
         }
     }
+}
+
+/// An object's monitor as [`Jvmti::monitor_usage`] reads it.
+#[derive(Debug)]
+pub struct Monitor {
+    pub owner: Option<jthread>,
+    pub entry_count: jint,
+    pub waiters: Vec<jthread>,
+    pub notify_waiters: Vec<jthread>,
 }
 
 /// jvmtiMonitorUsage.

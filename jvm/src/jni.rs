@@ -421,6 +421,128 @@ impl<'cb> Jni<'cb> {
         }
     }
 
+    /// The raw JNIEnv (a thread's identity in JVMPI).
+    pub fn raw(&self) -> *mut JNIEnv {
+        self.env
+    }
+
+    /// A global reference to `object` (null if the JVM refuses).
+    pub fn new_global(&self, object: jobject) -> jobject {
+        // SAFETY: env is the current thread's JNIEnv; object is a live reference.
+        unsafe {
+            (**self.env)
+                .NewGlobalRef
+                .map_or(ptr::null_mut(), |f| f(self.env, object))
+        }
+    }
+
+    /// Deletes a global reference made by [`Jni::new_global`].
+    pub fn delete_global(&self, object: jobject) {
+        if object.is_null() {
+            return;
+        }
+        // SAFETY: object is a global reference deleted once, here.
+        unsafe {
+            if let Some(delete) = (**self.env).DeleteGlobalRef {
+                delete(self.env, object);
+            }
+        }
+    }
+
+    /// Deletes a local reference early (in a loop over many objects).
+    pub fn delete_local(&self, object: jobject) {
+        if object.is_null() {
+            return;
+        }
+        // SAFETY: object is a local reference of this thread, deleted once.
+        unsafe {
+            if let Some(delete) = (**self.env).DeleteLocalRef {
+                delete(self.env, object);
+            }
+        }
+    }
+
+    pub fn is_same_object(&self, a: jobject, b: jobject) -> bool {
+        // SAFETY: env is the current thread's; both are live references (or null).
+        unsafe {
+            (**self.env)
+                .IsSameObject
+                .is_some_and(|f| f(self.env, a, b) != 0)
+        }
+    }
+
+    /// `Runtime.getRuntime()`'s (totalMemory(), freeMemory()), in bytes.
+    pub fn heap_memory(&self) -> Option<(i64, i64)> {
+        let _frame = self.local_frame(8);
+        // SAFETY: env is the calling thread's; names and signatures are NUL-terminated and
+        // match java.lang.Runtime's public methods; results are checked and exceptions cleared.
+        let got = unsafe {
+            (|| {
+                let env = self.env;
+                let runtime = ((**env).FindClass?)(env, c"java/lang/Runtime".as_ptr());
+                if runtime.is_null() {
+                    return None;
+                }
+                let get = ((**env).GetStaticMethodID?)(
+                    env,
+                    runtime,
+                    c"getRuntime".as_ptr(),
+                    c"()Ljava/lang/Runtime;".as_ptr(),
+                );
+                let total =
+                    ((**env).GetMethodID?)(env, runtime, c"totalMemory".as_ptr(), c"()J".as_ptr());
+                let free =
+                    ((**env).GetMethodID?)(env, runtime, c"freeMemory".as_ptr(), c"()J".as_ptr());
+                if get.is_null() || total.is_null() || free.is_null() {
+                    return None;
+                }
+                let r = ((**env).CallStaticObjectMethodA?)(env, runtime, get, ptr::null());
+                if r.is_null() {
+                    return None;
+                }
+                let t = ((**env).CallLongMethodA?)(env, r, total, ptr::null());
+                let f = ((**env).CallLongMethodA?)(env, r, free, ptr::null());
+                Some((t, f))
+            })()
+        };
+        self.clear_exception();
+        got
+    }
+
+    /// `Runtime.getRuntime().halt(code)`: the JVM posts VM death and exits at once, without
+    /// running shutdown hooks. Returns only if the call could not be made.
+    pub fn halt(&self, code: jint) {
+        let _frame = self.local_frame(8);
+        // SAFETY: env is the calling thread's; names and signatures match java.lang.Runtime.
+        unsafe {
+            (|| {
+                let env = self.env;
+                let runtime = ((**env).FindClass?)(env, c"java/lang/Runtime".as_ptr());
+                if runtime.is_null() {
+                    return None;
+                }
+                let get = ((**env).GetStaticMethodID?)(
+                    env,
+                    runtime,
+                    c"getRuntime".as_ptr(),
+                    c"()Ljava/lang/Runtime;".as_ptr(),
+                );
+                let halt = ((**env).GetMethodID?)(env, runtime, c"halt".as_ptr(), c"(I)V".as_ptr());
+                if get.is_null() || halt.is_null() {
+                    return None;
+                }
+                let r = ((**env).CallStaticObjectMethodA?)(env, runtime, get, ptr::null());
+                if r.is_null() {
+                    return None;
+                }
+                let args = [jvalue { i: code }];
+                ((**env).CallVoidMethodA?)(env, r, halt, args.as_ptr());
+                Some(())
+            })()
+        };
+        self.clear_exception();
+    }
+
     /// Opens a local reference frame that is popped when the guard drops.
     pub fn local_frame(&self, capacity: jint) -> Option<LocalFrame<'cb>> {
         // SAFETY: env is valid; PushLocalFrame only reserves capacity.
@@ -479,6 +601,11 @@ struct AttachArgs {
 }
 
 impl Vm {
+    /// The raw JavaVM (for a shim that wraps it).
+    pub fn raw(&self) -> *mut JavaVM {
+        self.0
+    }
+
     pub fn new(vm: *mut JavaVM) -> Vm {
         Vm(vm)
     }
@@ -518,9 +645,9 @@ impl Vm {
     /// `caps`; the caller disposes of it.
     pub fn new_jvmti_env(
         &self,
-        caps: &crate::ffi::jvmti::Capabilities,
-    ) -> crate::ffi::jvmti::Result<crate::ffi::jvmti::Jvmti> {
-        use crate::ffi::jvmti::{Jvmti, JvmtiError, ERROR_NOT_AVAILABLE};
+        caps: &crate::jvmti::Capabilities,
+    ) -> crate::jvmti::Result<crate::jvmti::Jvmti> {
+        use crate::jvmti::{Jvmti, JvmtiError, ERROR_NOT_AVAILABLE};
         let env = Jvmti::from_vm(self.0).ok_or(JvmtiError(ERROR_NOT_AVAILABLE))?;
         if let Err(e) = env.add_capabilities(caps) {
             env.dispose();

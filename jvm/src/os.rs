@@ -3,6 +3,20 @@
 
 use std::os::fd::RawFd;
 
+/// CPU time the calling thread has used, in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+pub fn thread_cpu_time() -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: t is a valid timespec the call fills.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    if rc != 0 {
+        return 0;
+    }
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
 /// This machine's host name (empty if it has none).
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];

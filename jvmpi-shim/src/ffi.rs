@@ -1,0 +1,875 @@
+//! The shim's raw edge, in three parts:
+//! - the wrapped JavaVM a legacy agent gets in `JVM_OnLoad` (and from JNI's GetJavaVM): its
+//!   GetEnv answers the JVMPI versions with the [`Interface`] and hands every other version to
+//!   the real VM;
+//! - the JVMPI functions, `extern "C"`, each checking what the agent passes before use;
+//! - the JVMTI callbacks of the shim's environment, each calling `shim.rs`.
+//!
+//! No panic leaves a function here: each body runs under `catch_unwind` and answers a
+//! failure value instead.
+
+use crate::abi::{self, CallTrace, Event, Interface, JobjectId, RawMonitorId};
+use crate::monitor::RawMonitor;
+use crate::shim::{self, id_ptr, ptr_id, Shim, ThreadSlot};
+use jlive_jvm::jni::Jni;
+use jlive_jvm::jvmti::{self, EventCallbacks, Jvmti};
+use jni_sys::{
+    jboolean, jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv, JNIInvokeInterface_, JavaVM,
+    JNI_ERR, JNI_EVERSION, JNI_OK,
+};
+use std::ffi::{c_char, c_uint, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use jlive_jvm::jvmti::{jvmtiAddrLocationMap, jvmtiEnv};
+
+/// Runs `f`, answering `fallback` if it panics (nothing unwinds into C).
+fn guarded<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+// ---- the wrapped JavaVM ----
+
+static REAL_VM: AtomicPtr<JavaVM> = AtomicPtr::new(ptr::null_mut());
+static WRAPPED_VM: AtomicPtr<JavaVM> = AtomicPtr::new(ptr::null_mut());
+static INTERFACE: AtomicPtr<Interface> = AtomicPtr::new(ptr::null_mut());
+
+fn real_vm() -> *mut JavaVM {
+    REAL_VM.load(Ordering::Acquire)
+}
+
+unsafe extern "system" fn destroy_java_vm(_vm: *mut JavaVM) -> jint {
+    let vm = real_vm();
+    // SAFETY: vm is the real JavaVM, whose invoke table is valid for the process.
+    guarded(JNI_ERR, || unsafe { ((**vm).DestroyJavaVM.unwrap())(vm) })
+}
+
+unsafe extern "system" fn attach_current_thread(
+    _vm: *mut JavaVM,
+    penv: *mut *mut c_void,
+    args: *mut c_void,
+) -> jint {
+    let vm = real_vm();
+    // SAFETY: as above; the agent's arguments pass through to the JVM, which checks them.
+    guarded(JNI_ERR, || unsafe {
+        ((**vm).AttachCurrentThread.unwrap())(vm, penv, args)
+    })
+}
+
+unsafe extern "system" fn attach_current_thread_as_daemon(
+    _vm: *mut JavaVM,
+    penv: *mut *mut c_void,
+    args: *mut c_void,
+) -> jint {
+    let vm = real_vm();
+    // SAFETY: as above.
+    guarded(JNI_ERR, || unsafe {
+        ((**vm).AttachCurrentThreadAsDaemon.unwrap())(vm, penv, args)
+    })
+}
+
+unsafe extern "system" fn detach_current_thread(_vm: *mut JavaVM) -> jint {
+    let vm = real_vm();
+    // SAFETY: as above.
+    guarded(JNI_ERR, || unsafe {
+        ((**vm).DetachCurrentThread.unwrap())(vm)
+    })
+}
+
+/// GetEnv: JVMPI_VERSION_1, 1_1 and 1_2 get the JVMPI interface; anything else the real VM's
+/// answer.
+unsafe extern "system" fn get_env(_vm: *mut JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
+    guarded(JNI_ERR, || {
+        if penv.is_null() {
+            return JNI_ERR;
+        }
+        if matches!(
+            version,
+            abi::JVMPI_VERSION_1 | abi::JVMPI_VERSION_1_1 | abi::JVMPI_VERSION_1_2
+        ) {
+            let i = INTERFACE.load(Ordering::Acquire);
+            if i.is_null() {
+                return JNI_EVERSION;
+            }
+            // SAFETY: i is the leaked Interface; penv was checked non-null above.
+            unsafe {
+                ptr::write_volatile(ptr::addr_of_mut!((*i).version), version);
+                *penv = i as *mut c_void;
+            }
+            return JNI_OK;
+        }
+        let vm = real_vm();
+        // SAFETY: the real JavaVM's GetEnv, with the agent's arguments.
+        unsafe { ((**vm).GetEnv.unwrap())(vm, penv, version) }
+    })
+}
+
+/// JNI's GetJavaVM, as installed at VM init: the wrapped VM, so that an agent that asks JNI
+/// for its VM (and then GetEnv for JVMPI) finds the shim too.
+unsafe extern "system" fn get_java_vm(_env: *mut JNIEnv, vm: *mut *mut JavaVM) -> jint {
+    if vm.is_null() {
+        return JNI_ERR;
+    }
+    // SAFETY: vm was checked non-null; it is the caller's out parameter.
+    unsafe { *vm = WRAPPED_VM.load(Ordering::Acquire) };
+    JNI_OK
+}
+
+/// Makes the wrapped JavaVM and the JVMPI interface (once per process).
+fn make_wrapped_vm(vm: *mut JavaVM) -> *mut JavaVM {
+    REAL_VM.store(vm, Ordering::Release);
+    let table = Box::leak(Box::new(JNIInvokeInterface_ {
+        reserved0: ptr::null_mut(),
+        reserved1: ptr::null_mut(),
+        reserved2: ptr::null_mut(),
+        DestroyJavaVM: Some(destroy_java_vm),
+        AttachCurrentThread: Some(attach_current_thread),
+        DetachCurrentThread: Some(detach_current_thread),
+        GetEnv: Some(get_env),
+        AttachCurrentThreadAsDaemon: Some(attach_current_thread_as_daemon),
+    }));
+    let wrapped: &'static mut JavaVM = Box::leak(Box::new(table as *const JNIInvokeInterface_));
+    let wrapped = wrapped as *mut JavaVM;
+    WRAPPED_VM.store(wrapped, Ordering::Release);
+    let interface = Box::leak(Box::new(Interface {
+        version: abi::JVMPI_VERSION_1_2,
+        notify_event: None,
+        enable_event,
+        disable_event,
+        request_event,
+        get_call_trace,
+        profiler_exit,
+        raw_monitor_create,
+        raw_monitor_enter,
+        raw_monitor_exit,
+        raw_monitor_wait,
+        raw_monitor_notify_all,
+        raw_monitor_destroy,
+        get_current_thread_cpu_time,
+        suspend_thread,
+        resume_thread,
+        get_thread_status,
+        thread_has_run,
+        create_system_thread,
+        set_thread_local_storage,
+        get_thread_local_storage,
+        disable_gc,
+        enable_gc,
+        run_gc,
+        get_thread_object,
+        get_method_class,
+        jobject_id_to_jobject,
+        jobject_to_jobject_id,
+        suspend_thread_list,
+        resume_thread_list,
+    }));
+    INTERFACE.store(interface, Ordering::Release);
+    wrapped
+}
+
+/// Replaces JNI's GetJavaVM for every thread with [`get_java_vm`].
+pub fn intercept_get_java_vm(jvmti: Jvmti) -> Result<(), String> {
+    let table = jvmti.jni_functions().map_err(|e| e.to_string())?;
+    // SAFETY: table is the JVM's freshly allocated copy of the JNI function table, ours to
+    // change; the JVM copies it again in SetJNIFunctionTable.
+    unsafe { (*table).GetJavaVM = Some(get_java_vm) };
+    jvmti.set_jni_functions(table).map_err(|e| e.to_string())
+}
+
+/// Opens the legacy agent and calls its `JVM_OnLoad(wrapped vm, options, NULL)`.
+pub fn load_agent(vm: *mut JavaVM, path: &str, options: &str) -> Result<(), String> {
+    let wrapped = make_wrapped_vm(vm);
+    // SAFETY: loading a library runs its initializers; the user named this library to run in
+    // this JVM, as -Xrun did.
+    let library = unsafe { libloading::Library::new(path) }
+        .map_err(|e| format!("cannot load the JVMPI agent {}: {}", path, e))?;
+    type OnLoad = unsafe extern "C" fn(*mut JavaVM, *mut c_char, *mut c_void) -> jint;
+    // SAFETY: JVM_OnLoad has this signature in every JVMPI agent (jvmpi spec 1.1).
+    let on_load: libloading::Symbol<OnLoad> =
+        unsafe { library.get(b"JVM_OnLoad\0") }.map_err(|_| {
+            let jvmti = if unsafe { library.get::<OnLoad>(b"Agent_OnLoad\0") }.is_ok() {
+                " (it has Agent_OnLoad: a JVMTI agent, load it with -agentpath itself)"
+            } else {
+                ""
+            };
+            format!("{} has no JVM_OnLoad: not a JVMPI agent{}", path, jvmti)
+        })?;
+    let on_load: OnLoad = *on_load;
+    // Kept for the life of the process: agents keep pointers into their option string.
+    let options: &'static CString = Box::leak(Box::new(
+        CString::new(options).map_err(|_| "the JVMPI agent's options contain a NUL byte")?,
+    ));
+    std::mem::forget(library);
+    // SAFETY: the agent's entry point, with a JavaVM that stays valid, a NUL-terminated option
+    // string that lives forever, and NULL as the reserved argument.
+    let rc = unsafe { on_load(wrapped, options.as_ptr() as *mut c_char, ptr::null_mut()) };
+    if rc != JNI_OK {
+        return Err(format!(
+            "the JVMPI agent {} refused to start (JVM_OnLoad answered {})",
+            path, rc
+        ));
+    }
+    Ok(())
+}
+
+/// Hands an event to the agent's NotifyEvent, if it set one.
+pub fn deliver(e: &mut Event) {
+    let i = INTERFACE.load(Ordering::Acquire);
+    if i.is_null() {
+        return;
+    }
+    // SAFETY: i is the leaked Interface; the agent sets notify_event with one pointer store,
+    // read here as one volatile load.
+    let notify = unsafe { ptr::read_volatile(ptr::addr_of!((*i).notify_event)) };
+    if let Some(notify) = notify {
+        // SAFETY: the agent's NotifyEvent, with an event valid for the call (JVMPI: the agent
+        // copies what it keeps).
+        unsafe { notify(e) };
+    }
+}
+
+/// The calling thread's own slot's word (`p` is the slot the thread registered, alive in the
+/// shim's map until this thread ends).
+pub fn slot_tls(p: *const ThreadSlot) -> Option<usize> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: see above: only the thread that owns the slot calls this, before its end.
+    Some(unsafe { (*p).tls_value() })
+}
+
+// ---- JVMPI functions ----
+
+fn with_shim<T: Copy>(fallback: T, f: impl FnOnce(&'static Shim) -> T) -> T {
+    guarded(fallback, || match shim::get() {
+        Some(s) => f(s),
+        None => fallback,
+    })
+}
+
+/// The calling thread's JNIEnv, if it is attached.
+fn current_jni(s: &Shim) -> Option<Jni<'static>> {
+    s.vm.current_env()
+}
+
+unsafe extern "C" fn enable_event(ev: jint, _arg: *mut c_void) -> jint {
+    with_shim(abi::FAIL, |s| s.enable(ev, true))
+}
+
+unsafe extern "C" fn disable_event(ev: jint, _arg: *mut c_void) -> jint {
+    with_shim(abi::FAIL, |s| s.enable(ev, false))
+}
+
+unsafe extern "C" fn request_event(ev: jint, arg: *mut c_void) -> jint {
+    with_shim(abi::FAIL, |s| {
+        let Some(jni) = current_jni(s) else {
+            return abi::FAIL;
+        };
+        match ev {
+            abi::event::HEAP_DUMP => {
+                let level = if arg.is_null() {
+                    2
+                } else {
+                    // SAFETY: a non-null HEAP_DUMP argument is a JVMPI_HeapDumpArg (spec).
+                    unsafe { (*(arg as *const abi::HeapDumpArg)).heap_dump_level }
+                };
+                crate::dump::heap_dump(s, jni, level)
+            }
+            abi::event::MONITOR_DUMP => crate::dump::monitor_dump(s, jni),
+            abi::event::OBJECT_DUMP => crate::dump::object_dump(s, jni, ptr_id(arg)),
+            _ => s.request(jni, ev, ptr_id(arg)),
+        }
+    })
+}
+
+unsafe extern "C" fn get_call_trace(trace: *mut CallTrace, depth: jint) {
+    with_shim((), |s| {
+        if trace.is_null() || depth <= 0 {
+            return;
+        }
+        // SAFETY: trace was checked non-null; it is the agent's JVMPI_CallTrace.
+        let trace = unsafe { &mut *trace };
+        trace.num_frames = 0;
+        if trace.frames.is_null() {
+            return;
+        }
+        // SAFETY: the agent allocated `depth` frames at trace.frames (the spec's contract).
+        let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
+        trace.num_frames = s.call_trace(trace.env_id, frames) as jint;
+    })
+}
+
+unsafe extern "C" fn profiler_exit(code: jint) {
+    let _ = catch_unwind(|| {
+        if let Some(jni) = shim::get().and_then(current_jni) {
+            jni.halt(code);
+        }
+        std::process::exit(code);
+    });
+}
+
+unsafe extern "C" fn raw_monitor_create(name: *const c_char) -> RawMonitorId {
+    with_shim(ptr::null_mut(), |s| {
+        let name = if name.is_null() {
+            CString::default()
+        } else {
+            // SAFETY: a non-null name is the agent's NUL-terminated string.
+            unsafe { CStr::from_ptr(name) }.to_owned()
+        };
+        Arc::as_ptr(&s.raw_monitor_create(name)) as RawMonitorId
+    })
+}
+
+/// The raw monitor behind an agent's handle, if it is one of ours and not destroyed.
+fn monitor(s: &Shim, id: RawMonitorId) -> Option<Arc<RawMonitor>> {
+    s.raw_monitor(id as *const RawMonitor)
+}
+
+unsafe extern "C" fn raw_monitor_enter(id: RawMonitorId) {
+    with_shim((), |s| {
+        if let Some(m) = monitor(s, id) {
+            m.enter(&|entering| {
+                let ev = if entering {
+                    abi::event::RAW_MONITOR_CONTENDED_ENTER
+                } else {
+                    abi::event::RAW_MONITOR_CONTENDED_ENTERED
+                };
+                s.raw_monitor_contention(&m, ev);
+            });
+        }
+    })
+}
+
+unsafe extern "C" fn raw_monitor_exit(id: RawMonitorId) {
+    with_shim((), |s| {
+        if let Some(m) = monitor(s, id) {
+            if m.exit() {
+                s.raw_monitor_contention(&m, abi::event::RAW_MONITOR_CONTENDED_EXIT);
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn raw_monitor_wait(id: RawMonitorId, ms: jlong) {
+    with_shim((), |s| {
+        if let Some(m) = monitor(s, id) {
+            m.wait(ms);
+        }
+    })
+}
+
+unsafe extern "C" fn raw_monitor_notify_all(id: RawMonitorId) {
+    with_shim((), |s| {
+        if let Some(m) = monitor(s, id) {
+            m.notify_all();
+        }
+    })
+}
+
+unsafe extern "C" fn raw_monitor_destroy(id: RawMonitorId) {
+    with_shim((), |s| s.raw_monitor_destroy(id as *const RawMonitor))
+}
+
+unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
+    guarded(0, jlive_jvm::os::thread_cpu_time)
+}
+
+unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
+    with_shim((), |s| {
+        s.suspend(env);
+    })
+}
+
+unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
+    with_shim((), |s| {
+        s.resume(env);
+    })
+}
+
+unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
+    with_shim(abi::FAIL, |s| s.status(env))
+}
+
+unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
+    with_shim(0, |s| s.has_run(env) as jboolean)
+}
+
+unsafe extern "C" fn create_system_thread(
+    name: *const c_char,
+    _priority: jint,
+    f: Option<unsafe extern "C" fn(*mut c_void)>,
+) -> jint {
+    with_shim(JNI_ERR, |s| {
+        let Some(f) = f else {
+            return JNI_ERR;
+        };
+        if !s.is_live() {
+            return JNI_ERR;
+        }
+        let name = if name.is_null() {
+            c"JVMPI agent thread".to_owned()
+        } else {
+            // SAFETY: a non-null name is the agent's NUL-terminated string.
+            unsafe { CStr::from_ptr(name) }.to_owned()
+        };
+        let vm = s.vm;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name(name.to_string_lossy().into_owned())
+            .spawn(move || {
+                shim::ATTACH_NAME
+                    .with(|n| *n.borrow_mut() = Some(name.to_string_lossy().into_owned()));
+                let attached = vm.attach_daemon(&name);
+                let _ = tx.send(attached.is_some());
+                if attached.is_some() {
+                    // SAFETY: the agent's thread function (checked non-null), run as JVMPI
+                    // ran it, with a NULL argument.
+                    let _ = catch_unwind(|| unsafe { f(ptr::null_mut()) });
+                    vm.detach_current();
+                }
+            });
+        if spawned.is_err() {
+            return JNI_ERR;
+        }
+        match rx.recv() {
+            Ok(true) => JNI_OK,
+            _ => JNI_ERR,
+        }
+    })
+}
+
+unsafe extern "C" fn set_thread_local_storage(env: *mut JNIEnv, p: *mut c_void) {
+    with_shim((), |s| s.set_tls(env, p as usize))
+}
+
+unsafe extern "C" fn get_thread_local_storage(env: *mut JNIEnv) -> *mut c_void {
+    with_shim(ptr::null_mut(), |s| s.tls(env) as *mut c_void)
+}
+
+unsafe extern "C" fn disable_gc() {
+    with_shim((), |s| s.disable_gc())
+}
+
+unsafe extern "C" fn enable_gc() {
+    with_shim((), |s| s.enable_gc())
+}
+
+unsafe extern "C" fn run_gc() {
+    with_shim((), |s| s.run_gc())
+}
+
+unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> JobjectId {
+    with_shim(ptr::null_mut(), |s| id_ptr(s.thread_object(env)))
+}
+
+unsafe extern "C" fn get_method_class(method: jmethodID) -> JobjectId {
+    with_shim(ptr::null_mut(), |s| {
+        let Some(jni) = current_jni(s) else {
+            return ptr::null_mut();
+        };
+        if method.is_null() {
+            return ptr::null_mut();
+        }
+        let Some(class) = s.jvmti.method_declaring_class(method) else {
+            return ptr::null_mut();
+        };
+        let id = s.class_id(jni, class);
+        jni.delete_local(class);
+        id_ptr(id)
+    })
+}
+
+unsafe extern "C" fn jobject_id_to_jobject(id: JobjectId) -> jobject {
+    with_shim(ptr::null_mut(), |s| {
+        s.object_of(ptr_id(id)).unwrap_or(ptr::null_mut())
+    })
+}
+
+unsafe extern "C" fn jobject_to_jobject_id(object: jobject) -> JobjectId {
+    with_shim(ptr::null_mut(), |s| id_ptr(s.object_id(object)))
+}
+
+/// SuspendThreadList / ResumeThreadList: each thread's result in `results`.
+fn for_thread_list(
+    count: jint,
+    envs: *mut *mut JNIEnv,
+    results: *mut jint,
+    f: impl Fn(*mut JNIEnv) -> jint,
+) {
+    if count <= 0 || envs.is_null() || results.is_null() {
+        return;
+    }
+    // SAFETY: the agent passes `count` JNIEnv pointers and room for `count` results (spec).
+    let (envs, results) = unsafe {
+        (
+            std::slice::from_raw_parts(envs, count as usize),
+            std::slice::from_raw_parts_mut(results, count as usize),
+        )
+    };
+    for (env, r) in envs.iter().zip(results.iter_mut()) {
+        *r = f(*env);
+    }
+}
+
+unsafe extern "C" fn suspend_thread_list(count: jint, envs: *mut *mut JNIEnv, results: *mut jint) {
+    with_shim((), |s| {
+        for_thread_list(count, envs, results, |e| s.suspend(e))
+    })
+}
+
+unsafe extern "C" fn resume_thread_list(count: jint, envs: *mut *mut JNIEnv, results: *mut jint) {
+    with_shim((), |s| {
+        for_thread_list(count, envs, results, |e| s.resume(e))
+    })
+}
+
+// ---- memory for CLASS_LOAD_HOOK ----
+
+unsafe extern "C" fn agent_malloc(size: c_uint) -> *mut c_void {
+    // SAFETY: plain malloc; the shim frees the block with free after copying it.
+    unsafe { libc::malloc(size as usize) }
+}
+
+// ---- JVMTI callbacks ----
+
+fn shim_and_jni<'a>(jni: *mut JNIEnv) -> Option<(&'static Shim, Jni<'a>)> {
+    Some((shim::get()?, Jni::from_callback(jni)?))
+}
+
+unsafe extern "C" fn vm_init(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            if let Err(e) = intercept_get_java_vm(s.jvmti) {
+                eprintln!("jlive: JNI GetJavaVM not redirected to the JVMPI shim ({}); agents that ask JNI for their VM will not find JVMPI", e);
+            }
+            s.vm_init(jni);
+        }
+    })
+}
+
+unsafe extern "C" fn vm_death(_j: *mut jvmtiEnv, jni: *mut JNIEnv) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.vm_death(jni);
+        }
+    })
+}
+
+unsafe extern "C" fn thread_start(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            if !Shim::own_thread() {
+                s.thread(jni);
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn thread_end(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.thread_end(jni);
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn class_file_load_hook(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _redefined: jclass,
+    _loader: jobject,
+    _name: *const c_char,
+    _domain: jobject,
+    len: jint,
+    data: *const u8,
+    new_len: *mut jint,
+    new_data: *mut *mut u8,
+) {
+    guarded((), || {
+        let Some(s) = shim::get() else {
+            return;
+        };
+        if !s.on(abi::event::CLASS_LOAD_HOOK)
+            || data.is_null()
+            || new_len.is_null()
+            || new_data.is_null()
+        {
+            return;
+        }
+        if let Some(jni) = Jni::from_callback(jni) {
+            if s.is_live() {
+                s.thread(jni);
+            }
+        }
+        let mut e = Event {
+            event_type: abi::event::CLASS_LOAD_HOOK,
+            env_id: jni,
+            u: abi::EventData {
+                class_load_hook: abi::ClassLoadHook {
+                    class_data: data,
+                    class_data_len: len,
+                    new_class_data: data as *mut u8,
+                    new_class_data_len: len,
+                    malloc_f: Some(agent_malloc),
+                },
+            },
+        };
+        deliver(&mut e);
+        // SAFETY: the union member just written, possibly changed by the agent.
+        let hook = unsafe { e.u.class_load_hook };
+        if hook.new_class_data.is_null()
+            || std::ptr::eq(hook.new_class_data, data)
+            || hook.new_class_data_len <= 0
+        {
+            return;
+        }
+        // SAFETY: the agent allocated new_class_data_len bytes with malloc_f (the spec's
+        // contract); copied into JVMTI memory, then freed as the VM would have.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(hook.new_class_data, hook.new_class_data_len as usize)
+        };
+        if let Ok(p) = s.jvmti.allocate_copy(bytes) {
+            // SAFETY: the JVM's out parameters, checked non-null above.
+            unsafe {
+                *new_data = p;
+                *new_len = hook.new_class_data_len;
+            }
+        }
+        // SAFETY: a block from agent_malloc (libc malloc), freed once.
+        unsafe { libc::free(hook.new_class_data as *mut c_void) };
+    })
+}
+
+unsafe extern "C" fn class_prepare(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    class: jclass,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.class_prepare(jni, class);
+        }
+    })
+}
+
+unsafe extern "C" fn method_entry(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject, m: jmethodID) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.method(jni, m, true);
+        }
+    })
+}
+
+unsafe extern "C" fn method_exit(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    m: jmethodID,
+    _popped: jboolean,
+    _value: jvalue,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.method(jni, m, false);
+        }
+    })
+}
+
+unsafe extern "C" fn compiled_method_load(
+    _j: *mut jvmtiEnv,
+    method: jmethodID,
+    code_size: jint,
+    code_addr: *const c_void,
+    map_length: jint,
+    map: *const jvmtiAddrLocationMap,
+    _info: *const c_void,
+) {
+    guarded((), || {
+        let Some(s) = shim::get() else {
+            return;
+        };
+        if !s.on(abi::event::COMPILED_METHOD_LOAD) || Shim::own_thread() {
+            return;
+        }
+        let map: &[jvmtiAddrLocationMap] = if map.is_null() || map_length <= 0 {
+            &[]
+        } else {
+            // SAFETY: JVMTI passes map_length jvmtiAddrLocationMap entries, valid for the call.
+            unsafe { std::slice::from_raw_parts(map, map_length as usize) }
+        };
+        let table = s.line_table(method);
+        let lines: Vec<abi::Lineno> = map
+            .iter()
+            .map(|e| abi::Lineno {
+                offset: (e.start_address as usize).wrapping_sub(code_addr as usize) as jint,
+                lineno: shim::line_at(&table, e.location),
+            })
+            .collect();
+        let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+        s.send(
+            env,
+            abi::event::COMPILED_METHOD_LOAD,
+            abi::EventData {
+                compiled_method_load: abi::CompiledMethodLoad {
+                    method_id: method,
+                    code_addr,
+                    code_size,
+                    lineno_table_size: lines.len() as jint,
+                    lineno_table: lines.as_ptr(),
+                },
+            },
+        );
+    })
+}
+
+unsafe extern "C" fn compiled_method_unload(
+    _j: *mut jvmtiEnv,
+    method: jmethodID,
+    _a: *const c_void,
+) {
+    guarded((), || {
+        if let Some(s) = shim::get() {
+            if s.on(abi::event::COMPILED_METHOD_UNLOAD) {
+                let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+                s.send(
+                    env,
+                    abi::event::COMPILED_METHOD_UNLOAD,
+                    abi::EventData {
+                        id: method as *mut c_void,
+                    },
+                );
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn data_dump_request(_j: *mut jvmtiEnv) {
+    guarded((), || {
+        if let Some(s) = shim::get() {
+            if s.on(abi::event::DATA_DUMP_REQUEST) {
+                let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+                s.send(
+                    env,
+                    abi::event::DATA_DUMP_REQUEST,
+                    abi::EventData {
+                        id: ptr::null_mut(),
+                    },
+                );
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn monitor_wait(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    o: jobject,
+    ms: jlong,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.monitor_event(jni, abi::event::MONITOR_WAIT, o, Some(ms));
+        }
+    })
+}
+
+unsafe extern "C" fn monitor_waited(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    o: jobject,
+    _to: jboolean,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.monitor_event(jni, abi::event::MONITOR_WAITED, o, None);
+        }
+    })
+}
+
+unsafe extern "C" fn contended_enter(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject, o: jobject) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.monitor_event(jni, abi::event::MONITOR_CONTENDED_ENTER, o, None);
+        }
+    })
+}
+
+unsafe extern "C" fn contended_entered(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    o: jobject,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            s.monitor_event(jni, abi::event::MONITOR_CONTENDED_ENTERED, o, None);
+        }
+    })
+}
+
+/// In the collector's context: a lock and a notify only.
+unsafe extern "C" fn gc_finish(_j: *mut jvmtiEnv) {
+    guarded((), || {
+        if let Some(s) = shim::get() {
+            s.collected();
+        }
+    })
+}
+
+/// In the collector's or the service thread's context: a lock and a push only.
+unsafe extern "C" fn object_free(_j: *mut jvmtiEnv, tag: jlong) {
+    guarded((), || {
+        if let Some(s) = shim::get() {
+            s.freed(tag);
+        }
+    })
+}
+
+unsafe extern "C" fn object_alloc(
+    _j: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _t: jobject,
+    object: jobject,
+    class: jclass,
+    size: jlong,
+) {
+    guarded((), || {
+        if let Some((s, jni)) = shim_and_jni(jni) {
+            if s.on(abi::event::OBJECT_ALLOC) {
+                s.object_alloc(jni, object, class, size, 0);
+            }
+        }
+    })
+}
+
+/// Registers every callback the shim's events may need (each JVMTI event stays off until
+/// an agent's EnableEvent turns it on).
+pub fn set_callbacks(jvmti: Jvmti) -> jvmti::Result<()> {
+    let mut cb = EventCallbacks::default();
+    cb.base.VMInit = Some(vm_init);
+    cb.base.VMDeath = Some(vm_death);
+    cb.base.ThreadStart = Some(thread_start);
+    cb.base.ThreadEnd = Some(thread_end);
+    cb.base.ClassFileLoadHook = Some(class_file_load_hook);
+    cb.base.ClassPrepare = Some(class_prepare);
+    cb.base.MethodEntry = Some(method_entry);
+    cb.base.MethodExit = Some(method_exit);
+    cb.base.CompiledMethodLoad = Some(compiled_method_load);
+    cb.base.CompiledMethodUnload = Some(compiled_method_unload);
+    cb.base.DataDumpRequest = Some(data_dump_request);
+    cb.base.MonitorWait = Some(monitor_wait);
+    cb.base.MonitorWaited = Some(monitor_waited);
+    cb.base.MonitorContendedEnter = Some(contended_enter);
+    cb.base.MonitorContendedEntered = Some(contended_entered);
+    cb.base.GarbageCollectionFinish = Some(gc_finish);
+    cb.base.ObjectFree = Some(object_free);
+    cb.base.VMObjectAlloc = Some(object_alloc);
+    cb.sampled_object_alloc = Some(object_alloc);
+    jvmti.set_event_callbacks(&cb)
+}

@@ -1,0 +1,99 @@
+//! jvmpi-shim: JVMPI agents written for JDK 1.2 to 5 run unmodified on JDK 17 and 25.
+//!
+//! `-agentpath:libjlive.so=jvmpi=/path/libagent.so:AGENT,OPTIONS` makes libjlive.so call
+//! [`host`]: the shim takes a JVMTI environment of its own, opens the legacy library and calls
+//! its `JVM_OnLoad` with a wrapped JavaVM whose GetEnv answers JVMPI_VERSION_1, 1_1 and 1_2.
+//!
+//! Where a JVMPI call or event is served:
+//! - `abi.rs`: jvmpi.h's numbers and layouts (LP64), checked by tests;
+//! - `ffi.rs`: the wrapped JavaVM, the JVMPI functions and the JVMTI callbacks (the raw edge);
+//! - `shim.rs`: the semantics: IDs, threads, event enabling, every event built;
+//! - `monitor.rs`: JVMPI raw monitors; `dump.rs`: heap, object and monitor dumps.
+
+pub mod abi;
+mod dump;
+mod ffi;
+mod monitor;
+pub mod shim;
+
+use jlive_jvm::jni::Vm;
+
+/// Splits `PATH[:OPTIONS]`: the path ends at the first `.so:` (so a directory may hold a
+/// colon), or for a bare name at the first `:`; the agent's options are the rest, commas and
+/// colons included.
+pub fn split_spec(spec: &str) -> (&str, &str) {
+    let end = match spec.find(".so:") {
+        Some(i) => Some(i + 3),
+        None => spec.find(':'),
+    };
+    match end {
+        Some(i) => (&spec[..i], &spec[i + 1..]),
+        None => (spec, ""),
+    }
+}
+
+/// Hosts the JVMPI agent `spec` (`PATH[:OPTIONS]`; a bare name is looked for as
+/// `libNAME.so` in `library_path`, then as dlopen searches). Called from Agent_OnLoad with
+/// the JavaVM it received.
+pub fn host(vm: Vm, spec: &str, library_path: &[String]) -> Result<(), String> {
+    let (path, options) = split_spec(spec);
+    if path.is_empty() {
+        return Err("jvmpi= needs the agent library: jvmpi=/path/libagent.so[:OPTIONS]".into());
+    }
+    let path = locate(path, library_path);
+    shim::Shim::install(vm)?;
+    ffi::load_agent(vm.raw(), &path, options)
+}
+
+/// A name without `/` is looked for as `libNAME.so` (or NAME if it ends in .so) in the
+/// library path (the JVM's library directory first, as -Xrun did), else left to dlopen.
+fn locate(name: &str, library_path: &[String]) -> String {
+    if name.contains('/') {
+        return name.to_string();
+    }
+    let file = if name.ends_with(".so") {
+        name.to_string()
+    } else {
+        format!("lib{}.so", name)
+    };
+    library_path
+        .iter()
+        .map(|d| std::path::Path::new(d).join(&file))
+        .find(|p| p.is_file())
+        .map_or(file, |p| p.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_options_are_everything_after_the_library() {
+        assert_eq!(split_spec("/x/libhprof.so"), ("/x/libhprof.so", ""));
+        assert_eq!(
+            split_spec("/x/libhprof.so:heap=sites,cpu=times,file=a:b"),
+            ("/x/libhprof.so", "heap=sites,cpu=times,file=a:b")
+        );
+        assert_eq!(split_spec("hprof:cpu=samples"), ("hprof", "cpu=samples"));
+        assert_eq!(split_spec("/opt/a:b/libp.so:x"), ("/opt/a:b/libp.so", "x"));
+        assert_eq!(
+            split_spec("/x/libp.so:out=/tmp/a.so:b,src=/y"),
+            ("/x/libp.so", "out=/tmp/a.so:b,src=/y")
+        );
+    }
+
+    #[test]
+    fn a_bare_name_is_looked_for_in_the_library_path() {
+        let dir = std::env::temp_dir().join(format!("jvmpi-locate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("libprof.so"), b"").unwrap();
+        let path = vec!["/nonexistent".to_string(), dir.display().to_string()];
+        assert_eq!(
+            locate("prof", &path),
+            dir.join("libprof.so").display().to_string()
+        );
+        assert_eq!(locate("other", &path), "libother.so");
+        assert_eq!(locate("/a/b.so", &path), "/a/b.so");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
