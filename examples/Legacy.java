@@ -23,6 +23,15 @@ public class Legacy {
     static final class Gate {
     }
 
+    /** Live at the SIGQUIT: KEPT objects, each Keep n = its index and next = the one after. */
+    static final class Keep {
+        int n;
+        Keep next;
+    }
+
+    static final int KEPT_COUNT = 10;
+    static final Keep[] KEPT = new Keep[KEPT_COUNT];
+
     static int work(int i) {
         return i * 3; // LINE:work
     }
@@ -94,11 +103,20 @@ public class Legacy {
             h += hot(i);
         }
         System.gc();
-        new ProcessBuilder("kill", "-QUIT", new java.io.File("/proc/self").getCanonicalFile().getName())
-                .inheritIO()
-                .start()
-                .waitFor();
-        Thread.sleep(1000);
+        for (int i = KEPT_COUNT - 1; i >= 0; i--) {
+            KEPT[i] = new Keep();
+            KEPT[i].n = i;
+            KEPT[i].next = i + 1 < KEPT_COUNT ? KEPT[i + 1] : null;
+        }
+        // The agent dumps the heap and the monitors at the SIGQUIT, while main waits on KEPT;
+        // it wakes main when done (or a JVM without it, after 30 s).
+        synchronized (KEPT) {
+            new ProcessBuilder("kill", "-QUIT", new java.io.File("/proc/self").getCanonicalFile().getName())
+                    .inheritIO()
+                    .start()
+                    .waitFor();
+            KEPT.wait(30_000);
+        }
         System.out.println("work=" + WORK + " nodes=" + NODES + " spins=" + SPINS + " waits=" + WAITS
                 + " contentions=" + CONTENTIONS + " total=" + total + " h=" + (h != 0));
     }

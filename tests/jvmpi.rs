@@ -113,6 +113,21 @@ fn a_legacy_jvmpi_agent_sees_exactly_what_the_program_did() {
             ("status_runnable", 1),
             ("cpu_time", 1),
             ("gc_bad_info", 0),
+            ("methods_off", 1),
+            ("gref_alloc", 1),
+            ("gref_free", 1),
+            ("wref_alloc", 1),
+            ("wref_free", 1),
+            ("heap0_keep", 10),
+            ("heap2_ok", 1),
+            ("heap2_keep", 10),
+            ("heap2_sum", 45),
+            ("heap2_links", 9),
+            ("heap2_array", 10),
+            ("objdump_ok", 1),
+            ("monitor_kept", 1),
+            ("monitor_raw", 1),
+            ("monitor_traces", 1),
         ];
         for (key, want) in exact {
             assert_eq!(n(key), want, "{}: {} in\n{}", jdk.name, key, text);

@@ -543,6 +543,115 @@ impl<'cb> Jni<'cb> {
         self.clear_exception();
     }
 
+    /// A field's value, big-endian for a primitive (1, 2, 4 or 8 bytes by its descriptor's
+    /// first character), or the object for a reference (`L` or `[`; a local reference).
+    /// `target` is the object, or the class for a static field.
+    pub fn field_value(
+        &self,
+        target: jobject,
+        field: jfieldID,
+        descriptor: u8,
+        is_static: bool,
+    ) -> Option<FieldValue> {
+        let env = self.env;
+        macro_rules! get {
+            ($inst:ident, $stat:ident) => {{
+                // SAFETY: env is the current thread's; target holds this field (the caller
+                // took the field ID from the target's class chain) of this type.
+                unsafe {
+                    if is_static {
+                        ((**env).$stat?)(env, target, field)
+                    } else {
+                        ((**env).$inst?)(env, target, field)
+                    }
+                }
+            }};
+        }
+        let v = match descriptor {
+            b'Z' => FieldValue::Bytes(vec![get!(GetBooleanField, GetStaticBooleanField)]),
+            b'B' => FieldValue::Bytes(
+                get!(GetByteField, GetStaticByteField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'C' => FieldValue::Bytes(
+                get!(GetCharField, GetStaticCharField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'S' => FieldValue::Bytes(
+                get!(GetShortField, GetStaticShortField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'I' => FieldValue::Bytes(get!(GetIntField, GetStaticIntField).to_be_bytes().to_vec()),
+            b'J' => FieldValue::Bytes(
+                get!(GetLongField, GetStaticLongField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'F' => FieldValue::Bytes(
+                get!(GetFloatField, GetStaticFloatField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'D' => FieldValue::Bytes(
+                get!(GetDoubleField, GetStaticDoubleField)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            b'L' | b'[' => FieldValue::Object(get!(GetObjectField, GetStaticObjectField)),
+            _ => return None,
+        };
+        self.clear_exception();
+        Some(v)
+    }
+
+    /// Element `index` of an object array (a local reference, or null).
+    pub fn array_object(&self, array: jobject, index: jint) -> jobject {
+        // SAFETY: env is the current thread's; array is an object array and index is below
+        // its length (checked by the caller); an exception is cleared.
+        let o = unsafe {
+            (**self.env)
+                .GetObjectArrayElement
+                .map_or(ptr::null_mut(), |f| f(self.env, array, index))
+        };
+        self.clear_exception();
+        o
+    }
+
+    /// The elements of a primitive array of element type `descriptor`, each big-endian.
+    pub fn primitive_array_bytes(&self, array: jobject, descriptor: u8, length: jint) -> Vec<u8> {
+        let n = length.max(0) as usize;
+        let env = self.env;
+        macro_rules! region {
+            ($t:ty, $f:ident) => {{
+                let mut v: Vec<$t> = vec![Default::default(); n];
+                // SAFETY: array is a primitive array of this element type and length n; v has
+                // room for n elements.
+                unsafe {
+                    if let Some(f) = (**env).$f {
+                        f(env, array, 0, n as jint, v.as_mut_ptr());
+                    }
+                }
+                v.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>()
+            }};
+        }
+        let bytes = match descriptor {
+            b'Z' => region!(u8, GetBooleanArrayRegion),
+            b'B' => region!(i8, GetByteArrayRegion),
+            b'C' => region!(u16, GetCharArrayRegion),
+            b'S' => region!(i16, GetShortArrayRegion),
+            b'I' => region!(i32, GetIntArrayRegion),
+            b'J' => region!(i64, GetLongArrayRegion),
+            b'F' => region!(f32, GetFloatArrayRegion),
+            b'D' => region!(f64, GetDoubleArrayRegion),
+            _ => Vec::new(),
+        };
+        self.clear_exception();
+        bytes
+    }
+
     /// Opens a local reference frame that is popped when the guard drops.
     pub fn local_frame(&self, capacity: jint) -> Option<LocalFrame<'cb>> {
         // SAFETY: env is valid; PushLocalFrame only reserves capacity.
@@ -550,6 +659,14 @@ impl<'cb> Jni<'cb> {
         self.clear_exception();
         (rc == 0).then_some(LocalFrame { jni: *self })
     }
+}
+
+/// A field's value as [`Jni::field_value`] reads it.
+pub enum FieldValue {
+    /// A primitive, big-endian.
+    Bytes(Vec<u8>),
+    /// A reference (a local reference; null for null).
+    Object(jobject),
 }
 
 /// Global references to classes, made by [`Jni::global_classes`] and deleted by

@@ -17,17 +17,28 @@ use jni_sys::{
     jboolean, jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv, JNIInvokeInterface_, JavaVM,
     JNI_ERR, JNI_EVERSION, JNI_OK,
 };
+use std::cell::Cell;
 use std::ffi::{c_char, c_uint, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
+use std::sync::OnceLock;
 
 use jlive_jvm::jvmti::{jvmtiAddrLocationMap, jvmtiEnv};
 
+thread_local! {
+    /// Above 0 while the shim itself runs on this thread: JNI global references it makes
+    /// are its own, not the program's or the agent's (reset while the agent's handler runs).
+    static INSIDE: Cell<u32> = const { Cell::new(0) };
+}
+
 /// Runs `f`, answering `fallback` if it panics (nothing unwinds into C).
 fn guarded<T>(fallback: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+    INSIDE.with(|i| i.set(i.get() + 1));
+    let r = catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback);
+    INSIDE.with(|i| i.set(i.get().saturating_sub(1)));
+    r
 }
 
 // ---- the wrapped JavaVM ----
@@ -169,12 +180,109 @@ fn make_wrapped_vm(vm: *mut JavaVM) -> *mut JavaVM {
     wrapped
 }
 
-/// Replaces JNI's GetJavaVM for every thread with [`get_java_vm`].
-pub fn intercept_get_java_vm(jvmti: Jvmti) -> Result<(), String> {
+type NewRef = unsafe extern "system" fn(*mut JNIEnv, jobject) -> jobject;
+type DeleteRef = unsafe extern "system" fn(*mut JNIEnv, jobject);
+
+/// The JVM's own global reference functions, called by the shim's.
+struct RefFunctions {
+    new_global: NewRef,
+    delete_global: DeleteRef,
+    new_weak: NewRef,
+    delete_weak: DeleteRef,
+}
+
+static REF_FUNCTIONS: OnceLock<RefFunctions> = OnceLock::new();
+
+/// Whether a global reference made or deleted now is the program's (or the agent's).
+fn reported(env: *mut JNIEnv) -> bool {
+    !env.is_null() && INSIDE.with(|i| i.get()) == 0
+}
+
+unsafe extern "system" fn new_global_ref(env: *mut JNIEnv, object: jobject) -> jobject {
+    let Some(f) = REF_FUNCTIONS.get() else {
+        return ptr::null_mut();
+    };
+    // SAFETY: the JVM's NewGlobalRef with the caller's own arguments.
+    let r = unsafe { (f.new_global)(env, object) };
+    if !r.is_null() && reported(env) {
+        with_shim((), |s| {
+            s.global_ref(env, abi::event::JNI_GLOBALREF_ALLOC, r)
+        });
+    }
+    r
+}
+
+unsafe extern "system" fn delete_global_ref(env: *mut JNIEnv, reference: jobject) {
+    let Some(f) = REF_FUNCTIONS.get() else {
+        return;
+    };
+    if !reference.is_null() && reported(env) {
+        with_shim((), |s| {
+            s.global_ref(env, abi::event::JNI_GLOBALREF_FREE, reference)
+        });
+    }
+    // SAFETY: the JVM's DeleteGlobalRef with the caller's own arguments.
+    unsafe { (f.delete_global)(env, reference) }
+}
+
+unsafe extern "system" fn new_weak_global_ref(env: *mut JNIEnv, object: jobject) -> jobject {
+    let Some(f) = REF_FUNCTIONS.get() else {
+        return ptr::null_mut();
+    };
+    // SAFETY: the JVM's NewWeakGlobalRef with the caller's own arguments.
+    let r = unsafe { (f.new_weak)(env, object) };
+    if !r.is_null() && reported(env) {
+        with_shim((), |s| {
+            s.global_ref(env, abi::event::JNI_WEAK_GLOBALREF_ALLOC, r)
+        });
+    }
+    r
+}
+
+unsafe extern "system" fn delete_weak_global_ref(env: *mut JNIEnv, reference: jobject) {
+    let Some(f) = REF_FUNCTIONS.get() else {
+        return;
+    };
+    if !reference.is_null() && reported(env) {
+        with_shim((), |s| {
+            s.global_ref(env, abi::event::JNI_WEAK_GLOBALREF_FREE, reference)
+        });
+    }
+    // SAFETY: the JVM's DeleteWeakGlobalRef with the caller's own arguments.
+    unsafe { (f.delete_weak)(env, reference) }
+}
+
+/// Replaces, for every thread, JNI's GetJavaVM with [`get_java_vm`] and the four global
+/// reference functions with ones that report to the agent.
+pub fn intercept_jni(jvmti: Jvmti) -> Result<(), String> {
     let table = jvmti.jni_functions().map_err(|e| e.to_string())?;
     // SAFETY: table is the JVM's freshly allocated copy of the JNI function table, ours to
-    // change; the JVM copies it again in SetJNIFunctionTable.
-    unsafe { (*table).GetJavaVM = Some(get_java_vm) };
+    // read and change; the JVM copies it again in SetJNIFunctionTable.
+    unsafe {
+        let t = &mut *table;
+        if let (Some(new_global), Some(delete_global), Some(new_weak), Some(delete_weak)) = (
+            t.NewGlobalRef,
+            t.DeleteGlobalRef,
+            t.NewWeakGlobalRef,
+            t.DeleteWeakGlobalRef,
+        ) {
+            if REF_FUNCTIONS
+                .set(RefFunctions {
+                    new_global,
+                    delete_global,
+                    new_weak,
+                    delete_weak,
+                })
+                .is_ok()
+            {
+                t.NewGlobalRef = Some(new_global_ref);
+                t.DeleteGlobalRef = Some(delete_global_ref);
+                t.NewWeakGlobalRef = Some(new_weak_global_ref);
+                t.DeleteWeakGlobalRef = Some(delete_weak_global_ref);
+            }
+        }
+        t.GetJavaVM = Some(get_java_vm);
+    }
     jvmti.set_jni_functions(table).map_err(|e| e.to_string())
 }
 
@@ -224,9 +332,11 @@ pub fn deliver(e: &mut Event) {
     // read here as one volatile load.
     let notify = unsafe { ptr::read_volatile(ptr::addr_of!((*i).notify_event)) };
     if let Some(notify) = notify {
+        let inside = INSIDE.with(|i| i.replace(0));
         // SAFETY: the agent's NotifyEvent, with an event valid for the call (JVMPI: the agent
         // copies what it keeps).
         unsafe { notify(e) };
+        INSIDE.with(|i| i.set(inside));
     }
 }
 
@@ -330,7 +440,8 @@ fn monitor(s: &Shim, id: RawMonitorId) -> Option<Arc<RawMonitor>> {
 unsafe extern "C" fn raw_monitor_enter(id: RawMonitorId) {
     with_shim((), |s| {
         if let Some(m) = monitor(s, id) {
-            m.enter(&|entering| {
+            let env = current_jni(s).map_or(0, |j| j.raw() as usize);
+            m.enter(env, &|entering| {
                 let ev = if entering {
                     abi::event::RAW_MONITOR_CONTENDED_ENTER
                 } else {
@@ -541,8 +652,8 @@ fn shim_and_jni<'a>(jni: *mut JNIEnv) -> Option<(&'static Shim, Jni<'a>)> {
 unsafe extern "C" fn vm_init(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
     guarded((), || {
         if let Some((s, jni)) = shim_and_jni(jni) {
-            if let Err(e) = intercept_get_java_vm(s.jvmti) {
-                eprintln!("jlive: JNI GetJavaVM not redirected to the JVMPI shim ({}); agents that ask JNI for their VM will not find JVMPI", e);
+            if let Err(e) = intercept_jni(s.jvmti) {
+                eprintln!("jlive: the JNI function table could not be wrapped ({}): no JNI global reference events, and agents that ask JNI for their VM will not find JVMPI", e);
             }
             s.vm_init(jni);
         }

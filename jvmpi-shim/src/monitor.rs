@@ -21,11 +21,28 @@ pub struct RawMonitor {
 #[derive(Default)]
 struct State {
     owner: usize,
+    /// The owner's JNIEnv (0: a thread not attached to the JVM).
+    owner_env: usize,
     count: u32,
-    /// Threads blocked in enter.
-    entering: u32,
+    /// Threads blocked in enter, and in wait, by JNIEnv.
+    entering: Vec<usize>,
+    waiting: Vec<usize>,
     /// Bumped by each notifyAll.
     epoch: u64,
+}
+
+/// A raw monitor's state for the monitor dump.
+pub struct Usage {
+    pub owner_env: usize,
+    pub count: u32,
+    pub entering: Vec<usize>,
+    pub waiting: Vec<usize>,
+}
+
+fn remove_one(v: &mut Vec<usize>, x: usize) {
+    if let Some(i) = v.iter().position(|&e| e == x) {
+        v.swap_remove(i);
+    }
 }
 
 thread_local! {
@@ -52,9 +69,9 @@ impl RawMonitor {
         self.name.as_bytes().first() != Some(&b'_')
     }
 
-    /// Enters; `contended` runs (outside the lock) before blocking on a monitor another thread
-    /// holds, and again once it is entered.
-    pub fn enter(&self, contended: &dyn Fn(bool)) {
+    /// Enters for the thread of JNIEnv `env`; `contended` runs (outside the lock) before
+    /// blocking on a monitor another thread holds, and again once it is entered.
+    pub fn enter(&self, env: usize, contended: &dyn Fn(bool)) {
         let me = me();
         let mut s = self.state.lock();
         if s.owner == me {
@@ -63,18 +80,20 @@ impl RawMonitor {
         }
         if s.owner == 0 {
             s.owner = me;
+            s.owner_env = env;
             s.count = 1;
             return;
         }
         drop(s);
         contended(true);
         let mut s = self.state.lock();
-        s.entering += 1;
+        s.entering.push(env);
         while s.owner != 0 {
             self.free.wait(&mut s);
         }
-        s.entering -= 1;
+        remove_one(&mut s.entering, env);
         s.owner = me;
+        s.owner_env = env;
         s.count = 1;
         drop(s);
         contended(false);
@@ -92,7 +111,8 @@ impl RawMonitor {
             return false;
         }
         s.owner = 0;
-        let waiting = s.entering > 0;
+        s.owner_env = 0;
+        let waiting = !s.entering.is_empty();
         self.free.notify_one();
         waiting
     }
@@ -107,8 +127,11 @@ impl RawMonitor {
         }
         let count = s.count;
         let epoch = s.epoch;
+        let env = s.owner_env;
         s.owner = 0;
+        s.owner_env = 0;
         s.count = 0;
+        s.waiting.push(env);
         self.free.notify_one();
         if ms > 0 {
             let deadline = std::time::Instant::now() + Duration::from_millis(ms as u64);
@@ -122,12 +145,14 @@ impl RawMonitor {
                 self.notified.wait(&mut s);
             }
         }
-        s.entering += 1;
+        remove_one(&mut s.waiting, env);
+        s.entering.push(env);
         while s.owner != 0 {
             self.free.wait(&mut s);
         }
-        s.entering -= 1;
+        remove_one(&mut s.entering, env);
         s.owner = me;
+        s.owner_env = env;
         s.count = count;
         true
     }
@@ -138,10 +163,14 @@ impl RawMonitor {
         self.notified.notify_all();
     }
 
-    /// Owner token, entry count and threads blocked entering (for the monitor dump).
-    pub fn usage(&self) -> (usize, u32, u32) {
+    pub fn usage(&self) -> Usage {
         let s = self.state.lock();
-        (s.owner, s.count, s.entering)
+        Usage {
+            owner_env: s.owner_env,
+            count: s.count,
+            entering: s.entering.clone(),
+            waiting: s.waiting.clone(),
+        }
     }
 }
 
@@ -155,11 +184,11 @@ mod tests {
     fn an_owner_reenters_and_a_second_thread_is_told_of_contention() {
         let m = Arc::new(RawMonitor::new(CString::new("lock").unwrap()));
         let seen = Arc::new(AtomicU32::new(0));
-        m.enter(&|_| panic!("not contended"));
-        m.enter(&|_| panic!("not contended"));
+        m.enter(1, &|_| panic!("not contended"));
+        m.enter(1, &|_| panic!("not contended"));
         let (m2, seen2) = (m.clone(), seen.clone());
         let t = std::thread::spawn(move || {
-            m2.enter(&|_| {
+            m2.enter(2, &|_| {
                 seen2.fetch_add(1, Ordering::SeqCst);
             });
             assert!(!m2.exit());
@@ -178,7 +207,7 @@ mod tests {
     impl RawMonitor {
         /// Test helper: once the other thread blocks, the last exit is contended.
         fn exit_was_contended_after_entering_wait(&self) -> bool {
-            if self.usage().2 == 0 {
+            if self.usage().entering.is_empty() {
                 return false;
             }
             self.exit()
@@ -190,16 +219,17 @@ mod tests {
         let m = Arc::new(RawMonitor::new(CString::new("_quiet").unwrap()));
         assert!(!m.reported());
         assert!(!m.wait(1), "not owned: no wait");
-        m.enter(&|_| {});
+        m.enter(1, &|_| {});
         assert!(m.wait(5), "times out");
         let m2 = m.clone();
         let t = std::thread::spawn(move || {
-            m2.enter(&|_| {});
+            m2.enter(2, &|_| {});
+            assert_eq!(m2.usage().waiting, vec![1]);
             m2.notify_all();
             m2.exit();
         });
         assert!(m.wait(0));
-        assert_eq!(m.usage().1, 1);
+        assert_eq!((m.usage().count, m.usage().owner_env), (1, 1));
         m.exit();
         t.join().unwrap();
     }

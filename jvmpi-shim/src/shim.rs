@@ -61,7 +61,7 @@ pub struct ThreadSlot {
 }
 
 impl ThreadSlot {
-    fn thread(&self) -> jobject {
+    pub(crate) fn thread(&self) -> jobject {
         self.thread as jobject
     }
 
@@ -109,6 +109,9 @@ pub struct Shim {
     dead: AtomicBool,
     known_objects: AtomicI64,
     monitors: Mutex<Vec<Arc<RawMonitor>>>,
+    /// The object each thread waits on in Object.wait, by JNIEnv (kept while MONITOR_WAIT
+    /// is on: JDK 23+ no longer names it through GetCurrentContendedMonitor).
+    waiting: Mutex<HashMap<usize, u64>>,
 }
 
 /// The agent's view of a thread's state (GetThreadStatus).
@@ -227,6 +230,10 @@ impl Shim {
             cap::GET_SOURCE_FILE_NAME,
             cap::SUSPEND,
             cap::GET_THREAD_CPU_TIME,
+            // MONITOR_DUMP's; HotSpot grants them only at load.
+            cap::GET_OWNED_MONITOR_INFO,
+            cap::GET_CURRENT_CONTENDED_MONITOR,
+            cap::GET_MONITOR_INFO,
         ] {
             caps.set(bit);
         }
@@ -251,6 +258,7 @@ impl Shim {
             dead: AtomicBool::new(false),
             known_objects: AtomicI64::new(0),
             monitors: Mutex::new(Vec::new()),
+            waiting: Mutex::new(HashMap::new()),
         };
         if SHIM.set(shim).is_err() {
             jvmti.dispose();
@@ -285,7 +293,7 @@ impl Shim {
         OWN.with(|o| o.get())
     }
 
-    fn add_capabilities(&self, bits: &[u32]) -> bool {
+    pub(crate) fn add_capabilities(&self, bits: &[u32]) -> bool {
         let mut held = self.caps.lock();
         let mut want = Capabilities::default();
         let mut missing = false;
@@ -374,6 +382,10 @@ impl Shim {
                 &[cap::GENERATE_MONITOR_EVENTS],
                 &[jvmti::EVENT_MONITOR_WAITED],
             ),
+            JNI_GLOBALREF_ALLOC
+            | JNI_GLOBALREF_FREE
+            | JNI_WEAK_GLOBALREF_ALLOC
+            | JNI_WEAK_GLOBALREF_FREE => (&[], &[]),
             // Served by the shim itself, or never sent (OBJECT_MOVE, ARENA_DELETE: IDs and
             // the one arena never change).
             THREAD_START
@@ -445,7 +457,7 @@ impl Shim {
 
     // ---- IDs ----
 
-    fn new_id(&self) -> u64 {
+    pub(crate) fn new_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed) << 3
     }
 
@@ -699,11 +711,26 @@ impl Shim {
         SLOT.with(|s| s.set(ptr::null()));
     }
 
+    /// Every thread the shim knows, with its Thread object (a global reference).
+    pub(crate) fn all_slots(&self) -> Vec<Arc<ThreadSlot>> {
+        self.threads.lock().values().cloned().collect()
+    }
+
+    /// The IDs of the objects threads wait on in Object.wait (see `waiting`).
+    pub(crate) fn waited_objects(&self) -> Vec<u64> {
+        self.waiting.lock().values().copied().collect()
+    }
+
+    /// Every live raw monitor.
+    pub(crate) fn raw_monitors(&self) -> Vec<Arc<RawMonitor>> {
+        self.monitors.lock().clone()
+    }
+
     pub fn slot(&self, env: *mut JNIEnv) -> Option<Arc<ThreadSlot>> {
         self.threads.lock().get(&(env as usize)).cloned()
     }
 
-    fn slot_by_id(&self, id: u64) -> Option<Arc<ThreadSlot>> {
+    pub(crate) fn slot_by_id(&self, id: u64) -> Option<Arc<ThreadSlot>> {
         self.threads.lock().values().find(|s| s.id == id).cloned()
     }
 
@@ -954,7 +981,7 @@ impl Shim {
     }
 
     /// What OBJECT_ALLOC says of an object of `class`: (is_array, class_id).
-    fn kind_of(&self, jni: Jni<'_>, class: jclass) -> (jint, u64) {
+    pub(crate) fn kind_of(&self, jni: Jni<'_>, class: jclass) -> (jint, u64) {
         let id = self.class_id(jni, class);
         if let Some(k) = self.kinds.lock().get(&id) {
             return *k;
@@ -1020,6 +1047,7 @@ impl Shim {
         let u = match ev {
             event::MONITOR_WAIT => {
                 WAIT_BEGAN.with(|w| w.set(Some(Instant::now())));
+                self.waiting.lock().insert(jni.raw() as usize, id);
                 EventData {
                     monitor_wait: abi::MonitorWait {
                         object: id_ptr(id),
@@ -1028,6 +1056,7 @@ impl Shim {
                 }
             }
             event::MONITOR_WAITED => {
+                self.waiting.lock().remove(&(jni.raw() as usize));
                 let waited = WAIT_BEGAN
                     .with(|w| w.take())
                     .map_or(0, |t| t.elapsed().as_millis() as jlong);
@@ -1041,6 +1070,30 @@ impl Shim {
             _ => EventData { id: id_ptr(id) },
         };
         self.send(jni.raw(), ev, u);
+    }
+
+    /// JNI_(WEAK_)GLOBALREF_ALLOC and _FREE for a reference the program or the agent made or
+    /// deletes (the reference is still valid here).
+    pub fn global_ref(&self, env: *mut JNIEnv, ev: jint, reference: jobject) {
+        if !self.on(ev) || Self::own_thread() {
+            return;
+        }
+        let Some(jni) = Jni::from_callback(env) else {
+            return;
+        };
+        self.thread(jni);
+        let u = match ev {
+            event::JNI_GLOBALREF_ALLOC | event::JNI_WEAK_GLOBALREF_ALLOC => EventData {
+                globalref_alloc: abi::GlobalRefAlloc {
+                    obj_id: id_ptr(self.object_id(reference)),
+                    ref_id: reference,
+                },
+            },
+            _ => EventData {
+                id: reference as *mut c_void,
+            },
+        };
+        self.send(env, ev, u);
     }
 
     // ---- collections ----

@@ -32,7 +32,9 @@ enum {
     C_CONTENDED, C_DUMP_REQUEST, C_HOT_COMPILED, C_HOOK, C_HOOK_BAD, C_HOOK_NODE,
     C_REQ_CLASS, C_REQ_ALLOC, C_REQ_THREAD, C_SAMPLER_START, C_SAMPLER_RAN, C_TRACE_WORK_LINE,
     C_TRACE_CALL_LINE, C_TRACE_CALLER_MAIN, C_METHOD_CLASS_OK, C_ID_ROUNDTRIP, C_STATUS_RUNNABLE,
-    C_CPU_TIME, C_ENTRY2_WORK_NULL, C_EXIT_EXPECTED, C_METHODS_OFF, C_TOUCH_ANY, C_LAST
+    C_CPU_TIME, C_ENTRY2_WORK_NULL, C_EXIT_EXPECTED, C_METHODS_OFF, C_TOUCH_ANY, C_GREF_ALLOC, C_GREF_FREE, C_WREF_ALLOC, C_WREF_FREE,
+    C_HEAP0_KEEP, C_HEAP2_OK, C_HEAP2_KEEP, C_HEAP2_SUM, C_HEAP2_LINKS, C_HEAP2_ARRAY, C_HEAP2_STICKY,
+    C_OBJDUMP_OK, C_MONITOR_KEPT, C_MONITOR_RAW, C_MONITOR_TRACES, C_LAST
 };
 static const char *names[] = {
     "init", "shutdown", "arena", "class_load_legacy", "work_entry", "work_exit", "touch_receiver",
@@ -41,10 +43,155 @@ static const char *names[] = {
     "contended", "dump_request", "hot_compiled", "hook", "hook_bad", "hook_node",
     "req_class", "req_alloc", "req_thread", "sampler_start", "sampler_ran", "trace_work_line",
     "trace_call_line", "trace_caller_main", "method_class_ok", "id_roundtrip", "status_runnable",
-    "cpu_time", "entry2_work_null", "exit_expected", "methods_off", "touch_any"
+    "cpu_time", "entry2_work_null", "exit_expected", "methods_off", "touch_any", "gref_alloc", "gref_free", "wref_alloc", "wref_free",
+    "heap0_keep", "heap2_ok", "heap2_keep", "heap2_sum", "heap2_links", "heap2_array", "heap2_sticky",
+    "objdump_ok", "monitor_kept", "monitor_raw", "monitor_traces"
 };
 
+/* What a dump reader needs of each class: its interfaces and the bytes of its statics. */
+#define MAX_CLASSES 16384
+static struct { jobjectID id; int interfaces; int statics; } class_table[MAX_CLASSES];
+static int class_table_n;
+static jobjectID keep_class, keep_array;
+static jobjectID keep_ids[16];
+static int keep_count;
+static JNIEnv *main_env, *sampler_env;
+
+static int value_size(char c) {
+    switch (c) {
+    case 'Z': case 'B': return 1;
+    case 'C': case 'S': return 2;
+    case 'I': case 'F': return 4;
+    case 'J': case 'D': return 8;
+    default: return (int)sizeof(void *);
+    }
+}
+
+static int is_keep(jobjectID id) {
+    int i;
+    for (i = 0; i < keep_count; i++)
+        if (keep_ids[i] == id && id != NULL) return 1;
+    return 0;
+}
+
+static const unsigned char *cur, *lim;
+static int bad;
+static unsigned char rd1(void) { if (cur + 1 > lim) { bad = 1; return 0; } return *cur++; }
+static unsigned rd2(void) { unsigned v; if (cur + 2 > lim) { bad = 1; return 0; } v = (cur[0] << 8) | cur[1]; cur += 2; return v; }
+static unsigned rd4(void) { unsigned v; if (cur + 4 > lim) { bad = 1; return 0; } v = ((unsigned)cur[0] << 24) | (cur[1] << 16) | (cur[2] << 8) | cur[3]; cur += 4; return v; }
+static void *rdid(void) { void *v; if (cur + sizeof v > lim) { bad = 1; return NULL; } memcpy(&v, cur, sizeof v); cur += sizeof v; return v; }
+static void skip(size_t n) { if (cur + n > lim) { bad = 1; cur = lim; } else cur += n; }
+
+static void read_heap(const char *begin, const char *end, int level) {
+    cur = (const unsigned char *)begin;
+    lim = (const unsigned char *)end;
+    bad = 0;
+    while (cur < lim && !bad) {
+        if (level == 0) {
+            unsigned char ty = rd1();
+            jobjectID id = rdid();
+            if (ty == JVMPI_NORMAL_OBJECT && is_keep(id)) counts[C_HEAP0_KEEP]++;
+            continue;
+        }
+        switch (rd1()) {
+        case JVMPI_GC_ROOT_UNKNOWN: case JVMPI_GC_ROOT_MONITOR_USED: rdid(); break;
+        case JVMPI_GC_ROOT_STICKY_CLASS: rdid(); counts[C_HEAP2_STICKY]++; break;
+        case JVMPI_GC_ROOT_JNI_GLOBAL: case JVMPI_GC_ROOT_NATIVE_STACK: case JVMPI_GC_ROOT_THREAD_BLOCK:
+        case JVMPI_GC_ROOT_THREAD_OBJ: rdid(); rdid(); break;
+        case JVMPI_GC_ROOT_JNI_LOCAL: case JVMPI_GC_ROOT_JAVA_FRAME: rdid(); rdid(); rd4(); break;
+        case JVMPI_GC_CLASS_DUMP: {
+            jobjectID id = rdid();
+            int i, k = -1;
+            for (i = 0; i < 6; i++) rdid();
+            rd4();
+            for (i = 0; i < class_table_n; i++)
+                if (class_table[i].id == id) { k = i; break; }
+            if (k < 0) { bad = 2; break; }
+            for (i = 0; i < class_table[k].interfaces; i++) rdid();
+            for (i = rd2(); i > 0; i--) { unsigned char ty; rd2(); ty = rd1(); skip(ty == JVMPI_CLASS || ty == JVMPI_NORMAL_OBJECT ? sizeof(void *) : (size_t)(ty == JVMPI_LONG || ty == JVMPI_DOUBLE ? 8 : ty == JVMPI_INT || ty == JVMPI_FLOAT ? 4 : ty == JVMPI_CHAR || ty == JVMPI_SHORT ? 2 : 1)); }
+            skip(class_table[k].statics);
+            break;
+        }
+        case JVMPI_GC_INSTANCE_DUMP: {
+            jobjectID id = rdid(), cls = rdid();
+            unsigned n = rd4();
+            if (cls == keep_class && is_keep(id) && n == 4 + sizeof(void *)) {
+                unsigned v = rd4();
+                jobjectID next = rdid();
+                counts[C_HEAP2_KEEP]++;
+                counts[C_HEAP2_SUM] += v;
+                if (is_keep(next)) counts[C_HEAP2_LINKS]++;
+            } else {
+                skip(n);
+            }
+            break;
+        }
+        case JVMPI_GC_OBJ_ARRAY_DUMP: {
+            jobjectID id = rdid();
+            unsigned n = rd4(), i;
+            jobjectID elem = rdid();
+            for (i = 0; i < n; i++) {
+                jobjectID e = rdid();
+                if (elem == keep_class && is_keep(e)) { counts[C_HEAP2_ARRAY]++; keep_array = id; }
+            }
+            break;
+        }
+        case JVMPI_GC_PRIM_ARRAY_DUMP: {
+            unsigned n;
+            unsigned char ty;
+            rdid();
+            n = rd4();
+            ty = rd1();
+            skip((size_t)n * (ty == JVMPI_LONG || ty == JVMPI_DOUBLE ? 8 : ty == JVMPI_INT || ty == JVMPI_FLOAT ? 4 : ty == JVMPI_CHAR || ty == JVMPI_SHORT ? 2 : 1));
+            break;
+        }
+        default:
+            bad = 3;
+        }
+    }
+    if (level == 2 && !bad && cur == lim) counts[C_HEAP2_OK] = 1;
+}
+
+static void read_object_dump(const char *data, int len) {
+    cur = (const unsigned char *)data;
+    lim = cur + len;
+    bad = 0;
+    if (rd1() == JVMPI_GC_INSTANCE_DUMP && rdid() == keep_ids[keep_count - 1] && rdid() == keep_class
+        && rd4() == 4 + sizeof(void *) && rd4() == 0 && rdid() == keep_ids[keep_count - 2] && !bad && cur == lim)
+        counts[C_OBJDUMP_OK] = 1;
+}
+
+static void read_monitor_dump(JVMPI_Event *e) {
+    cur = (const unsigned char *)e->u.monitor_dump.begin;
+    lim = (const unsigned char *)e->u.monitor_dump.end;
+    bad = 0;
+    while (cur < lim && !bad) {
+        unsigned char type = rd1();
+        const char *name = NULL;
+        jobjectID object = NULL;
+        JNIEnv *owner;
+        unsigned n, i;
+        int main_there = 0, sampler_there = 0;
+        if (type == JVMPI_MONITOR_JAVA) object = rdid();
+        else if (type == JVMPI_MONITOR_RAW) { name = rdid(); rdid(); }
+        else { bad = 1; break; }
+        owner = rdid();
+        rd4();
+        for (n = rd4(), i = 0; i < n; i++) rdid();
+        for (n = rd4(), i = 0; i < n; i++) {
+            JNIEnv *w = rdid();
+            if (w == main_env) main_there = 1;
+            if (w == sampler_env) sampler_there = 1;
+        }
+        if (object != NULL && object == keep_array && (owner == main_env || main_there)) counts[C_MONITOR_KEPT]++;
+        if (name != NULL && strcmp(name, "sampler") == 0 && sampler_there) counts[C_MONITOR_RAW]++;
+    }
+    if (e->u.monitor_dump.num_traces >= 2 && e->u.monitor_dump.threads_status != NULL) counts[C_MONITOR_TRACES] = 1;
+}
+
 static JNIEnv *worker_env;
+static jobject own_ref, own_weak;
+static jobjectID own_ref_obj;
 static jobjectID wait_object;
 static volatile int sampler_stop;
 static JVMPI_RawMonitor sampler_lock;
@@ -95,6 +242,18 @@ static void write_counts(void) {
 static void class_load(JVMPI_Event *e) {
     const char *name = e->u.class_load.class_name;
     int i;
+    if (!(e->event_type & JVMPI_REQUESTED_EVENT) && class_table_n < MAX_CLASSES) {
+        int size = 0;
+        for (i = 0; i < e->u.class_load.num_static_fields; i++)
+            size += value_size(e->u.class_load.statics[i].field_signature[0]);
+        jvmpi->RawMonitorEnter(lock);
+        class_table[class_table_n].id = e->u.class_load.class_id;
+        class_table[class_table_n].interfaces = e->u.class_load.num_interfaces;
+        class_table[class_table_n].statics = size;
+        class_table_n++;
+        jvmpi->RawMonitorExit(lock);
+    }
+    if (strcmp(name, "Legacy$Keep") == 0) keep_class = e->u.class_load.class_id;
     if (strcmp(name, "Legacy") == 0) {
         legacy_class = e->u.class_load.class_id;
         if (!(e->event_type & JVMPI_REQUESTED_EVENT)) count(C_CLASS_LOAD_LEGACY);
@@ -144,6 +303,12 @@ static void trace_work(JNIEnv *env) {
         jobjectID t = jvmpi->GetThreadObject(env);
         jobject o = jvmpi->jobjectID2jobject(t);
         if (o != NULL && jvmpi->jobject2jobjectID(o) == t) count(C_ID_ROUNDTRIP);
+        /* JNI global references the agent makes itself are reported like the program's */
+        own_ref_obj = t;
+        own_ref = (*env)->NewGlobalRef(env, o);
+        (*env)->DeleteGlobalRef(env, own_ref);
+        own_weak = (*env)->NewWeakGlobalRef(env, o);
+        (*env)->DeleteWeakGlobalRef(env, own_weak);
         jvmpi->RequestEvent(JVMPI_EVENT_THREAD_START, t);
     }
 }
@@ -221,6 +386,11 @@ static void notify(JVMPI_Event *e) {
             if (node_count < MAX_IDS) node_ids[node_count++] = e->u.obj_alloc.obj_id;
             counts[C_NODE_ALLOC]++;
             jvmpi->RawMonitorExit(lock);
+        } else if (e->u.obj_alloc.is_array == JVMPI_NORMAL_OBJECT && e->u.obj_alloc.class_id == keep_class
+                   && keep_class != NULL) {
+            jvmpi->RawMonitorEnter(lock);
+            if (keep_count < 16) keep_ids[keep_count++] = e->u.obj_alloc.obj_id;
+            jvmpi->RawMonitorExit(lock);
         } else if (e->u.obj_alloc.is_array == JVMPI_CLASS && e->u.obj_alloc.class_id == node_class) {
             count(C_NODE_ARRAY);
         } else if (e->u.obj_alloc.is_array == JVMPI_NORMAL_OBJECT && e->u.obj_alloc.class_id == gate_class
@@ -252,7 +422,10 @@ static void notify(JVMPI_Event *e) {
             jvmpi->SetThreadLocalStorage(worker_env, calloc(1, sizeof(long)));
             count(C_WORKER_START);
         } else if (strcmp(e->u.thread_start.thread_name, "jvmpi-sampler") == 0) {
+            sampler_env = e->u.thread_start.thread_env_id;
             count(C_SAMPLER_START);
+        } else if (strcmp(e->u.thread_start.thread_name, "main") == 0) {
+            main_env = e->u.thread_start.thread_env_id;
         }
         break;
     case JVMPI_EVENT_THREAD_END:
@@ -285,8 +458,50 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_MONITOR_CONTENDED_ENTERED:
         if (is_gate(e->u.monitor.object)) count(C_CONTENDED);
         break;
-    case JVMPI_EVENT_DATA_DUMP_REQUEST:
+    case JVMPI_EVENT_JNI_GLOBALREF_ALLOC:
+        if (e->u.jni_globalref_alloc.obj_id == own_ref_obj && own_ref_obj != NULL) count(C_GREF_ALLOC);
+        break;
+    case JVMPI_EVENT_JNI_GLOBALREF_FREE:
+        if (e->u.jni_globalref_free.ref_id == own_ref && own_ref != NULL) count(C_GREF_FREE);
+        break;
+    case JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC:
+        if (e->u.jni_globalref_alloc.obj_id == own_ref_obj && own_ref_obj != NULL) count(C_WREF_ALLOC);
+        break;
+    case JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE:
+        if (e->u.jni_globalref_free.ref_id == own_weak && own_weak != NULL) count(C_WREF_FREE);
+        break;
+    case JVMPI_EVENT_DATA_DUMP_REQUEST: {
+        JVMPI_HeapDumpArg level0 = { JVMPI_DUMP_LEVEL_0 };
         count(C_DUMP_REQUEST);
+        jvmpi->DisableGC();
+        /* the heap first: the monitor dump looks for KEPT's ID, which the heap dump gives */
+        jvmpi->RequestEvent(JVMPI_EVENT_HEAP_DUMP, &level0);
+        jvmpi->RequestEvent(JVMPI_EVENT_HEAP_DUMP, NULL);
+        if (keep_count >= 2) jvmpi->RequestEvent(JVMPI_EVENT_OBJECT_DUMP, keep_ids[keep_count - 1]);
+        jvmpi->RequestEvent(JVMPI_EVENT_MONITOR_DUMP, NULL);
+        jvmpi->EnableGC();
+        /* done: wake Legacy's main, which waits on KEPT (through JNI, as agents did) */
+        if (keep_array != NULL && e->env_id != NULL) {
+            JNIEnv *env = e->env_id;
+            jobject a = jvmpi->jobjectID2jobject(keep_array);
+            jclass object = (*env)->FindClass(env, "java/lang/Object");
+            jmethodID notify_all = object ? (*env)->GetMethodID(env, object, "notifyAll", "()V") : NULL;
+            if (a != NULL && notify_all != NULL && (*env)->MonitorEnter(env, a) == JNI_OK) {
+                (*env)->CallVoidMethod(env, a, notify_all);
+                (*env)->MonitorExit(env, a);
+            }
+        }
+        break;
+    }
+    case JVMPI_EVENT_HEAP_DUMP:
+        if (e->event_type & JVMPI_REQUESTED_EVENT)
+            read_heap(e->u.heap_dump.begin, e->u.heap_dump.end, e->u.heap_dump.dump_level);
+        break;
+    case JVMPI_EVENT_OBJECT_DUMP:
+        read_object_dump(e->u.object_dump.data, e->u.object_dump.data_len);
+        break;
+    case JVMPI_EVENT_MONITOR_DUMP:
+        read_monitor_dump(e);
         break;
     case JVMPI_EVENT_COMPILED_METHOD_LOAD:
         if (e->u.compiled_method_load.method_id == hot_mid && e->u.compiled_method_load.code_size > 0)
@@ -304,7 +519,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         JVMPI_EVENT_THREAD_START, JVMPI_EVENT_THREAD_END, JVMPI_EVENT_MONITOR_WAIT,
         JVMPI_EVENT_MONITOR_WAITED, JVMPI_EVENT_MONITOR_CONTENDED_ENTER,
         JVMPI_EVENT_MONITOR_CONTENDED_ENTERED, JVMPI_EVENT_DATA_DUMP_REQUEST,
-        JVMPI_EVENT_COMPILED_METHOD_LOAD,
+        JVMPI_EVENT_COMPILED_METHOD_LOAD, JVMPI_EVENT_JNI_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_GLOBALREF_FREE,
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
     };
     size_t i;
     FILE *src;
