@@ -44,6 +44,8 @@ for c in empty_agent floor_natives; do
     gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
         -o "$work/lib$c.so" "bench/$c.c"
 done
+gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -Ijvmpi-shim/include \
+    -o "$work/libjvmpi_counter.so" bench/jvmpi_counter.c
 gcc -O2 -o "$work/touch_memory" bench/touch_memory.c
 
 # A fresh VM pays its host for each page on first write (touch_memory.c): paid here, once.
@@ -84,7 +86,7 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 # minutes on a shared VM) fall on every setup alike and the ratios of one run stay honest.
 declare -A cb
 started=$(cpu_times)
-setups=(none empty floor events bci paused tptp bcinull tptpnull)
+setups=(none empty floor events jvmpi bci paused tptp bcinull tptpnull)
 [ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
 for _ in $(seq "$runs"); do
     for s in "${setups[@]}"; do
@@ -93,6 +95,7 @@ for _ in $(seq "$runs"); do
         empty) v=$(callbench "$java" 1000000 -agentpath:"$work/libempty_agent.so") ;;
         floor) v=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench) ;;
         events) v=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc") ;;
+        jvmpi) v=$(callbench "$java" 1000000 -agentpath:"$lib=jvmpi=$work/libjvmpi_counter.so") ;;
         bci) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
         paused) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,start=paused,control=off,file=$work/cb.trc") ;;
         tptp) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,format=tptp,file=$work/cb.trc") ;;
@@ -114,6 +117,7 @@ row "no agent" "$none"
 row "JVMTI empty MethodEntry/Exit callbacks" "$empty"
 row "JNI native + rdtsc + TLS store (the floor)" "$floor"
 row "jlive capture=events" "$events"
+row "JVMPI agent counting calls, through jvmpi=" "$jvmpi"
 row "jlive capture=bci" "$bci"
 row "jlive capture=bci, paused (gate shut)" "$paused"
 row "jlive capture=bci, format=tptp" "$tptp"
@@ -121,7 +125,7 @@ row "jlive capture=bci, to /dev/null" "$bcinull"
 row "jlive capture=bci, format=tptp, to /dev/null" "$tptpnull"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
 [ -n "$bci25" ] && row "JDK 25 jlive capture=bci" "$bci25"
-echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x"
+echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x; JVMPI counting agent / events: $(ratio "$jvmpi" "$events")x (target <= 1.0x)"
 echo "format=tptp / binary: $(ratio "$tptp" "$bci")x to a file, $(ratio "$tptpnull" "$bcinull")x to /dev/null (a TPTP call is 169 bytes, a JinsightLive one 44)"
 # What the floor allows on this machine: a JNI-trampoline tracer records each call with at
 # least the floor's two natives, so no capture of that kind gets under it.

@@ -44,6 +44,14 @@ public class Legacy {
         return (i ^ 0x5bd1e995) * 31;
     }
 
+    /** Loads Fib in a class loader of its own and drops both: one class to unload. */
+    static void loadAndDrop() throws Exception {
+        java.net.URL here = Legacy.class.getProtectionDomain().getCodeSource().getLocation();
+        try (java.net.URLClassLoader loader = new java.net.URLClassLoader(new java.net.URL[] {here}, null)) {
+            Class.forName("Fib", true, loader).getName();
+        }
+    }
+
     static void contend() throws InterruptedException {
         Gate gate = new Gate();
         CountDownLatch held = new CountDownLatch(1);
@@ -102,6 +110,7 @@ public class Legacy {
         for (int i = 0; i < 200_000; i++) {
             h += hot(i);
         }
+        loadAndDrop();
         System.gc();
         for (int i = KEPT_COUNT - 1; i >= 0; i--) {
             KEPT[i] = new Keep();

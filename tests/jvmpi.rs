@@ -128,6 +128,8 @@ fn a_legacy_jvmpi_agent_sees_exactly_what_the_program_did() {
             ("monitor_kept", 1),
             ("monitor_raw", 1),
             ("monitor_traces", 1),
+            ("fib_load", 1),
+            ("fib_unload", 1),
         ];
         for (key, want) in exact {
             assert_eq!(n(key), want, "{}: {} in\n{}", jdk.name, key, text);

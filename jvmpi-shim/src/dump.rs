@@ -377,10 +377,10 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
         }
     } else {
         for chunk in objects.chunks(256) {
-            let _chunk_frame = jni.local_frame(600);
+            let _chunk_frame = jni.local_frame(1100);
             let tags: Vec<i64> = chunk
                 .iter()
-                .flat_map(|&(id, _, _)| [id as i64, id as i64 | 1])
+                .flat_map(|&(id, _, _)| crate::shim::tag_variants(id))
                 .collect();
             for (object, tag) in j.objects_with_tags(&tags).unwrap_or_default() {
                 record(s, jni, object, (tag & !7) as u64, level, &mut out);

@@ -399,15 +399,35 @@ unsafe extern "C" fn get_call_trace(trace: *mut CallTrace, depth: jint) {
         if trace.is_null() || depth <= 0 {
             return;
         }
-        // SAFETY: trace was checked non-null; it is the agent's JVMPI_CallTrace.
-        let trace = unsafe { &mut *trace };
-        trace.num_frames = 0;
-        if trace.frames.is_null() {
+        // SAFETY: trace was checked non-null; env_id and frames are read, num_frames written,
+        // each as a plain field of the agent's JVMPI_CallTrace (no reference to memory the
+        // agent may have left uninitialised).
+        let (env, frames) = unsafe {
+            ptr::write(ptr::addr_of_mut!((*trace).num_frames), 0);
+            (
+                ptr::read(ptr::addr_of!((*trace).env_id)),
+                ptr::read(ptr::addr_of!((*trace).frames)),
+            )
+        };
+        if frames.is_null() {
             return;
         }
-        // SAFETY: the agent allocated `depth` frames at trace.frames (the spec's contract).
-        let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
-        trace.num_frames = s.call_trace(trace.env_id, frames) as jint;
+        let mut got = vec![
+            abi::CallFrame {
+                lineno: 0,
+                method_id: ptr::null_mut(),
+            };
+            depth as usize
+        ];
+        let n = s.call_trace(env, &mut got);
+        // SAFETY: the agent allocated `depth` frames at `frames` (the spec's contract); n is
+        // at most depth.
+        unsafe {
+            for (i, f) in got[..n].iter().enumerate() {
+                ptr::write(frames.add(i), *f);
+            }
+            ptr::write(ptr::addr_of_mut!((*trace).num_frames), n as jint);
+        }
     })
 }
 
@@ -532,9 +552,14 @@ unsafe extern "C" fn create_system_thread(
             .spawn(move || {
                 shim::ATTACH_NAME
                     .with(|n| *n.borrow_mut() = Some(name.to_string_lossy().into_owned()));
+                shim::DEFER_START.with(|d| d.set(true));
                 let attached = vm.attach_daemon(&name);
                 let _ = tx.send(attached.is_some());
-                if attached.is_some() {
+                if let Some(env) = attached {
+                    // Its THREAD_START now that its creator has returned.
+                    if let (Some(s), Some(jni)) = (shim::get(), Jni::from_callback(env)) {
+                        guarded((), || s.announce_current(jni));
+                    }
                     // SAFETY: the agent's thread function (checked non-null), run as JVMPI
                     // ran it, with a NULL argument.
                     let _ = catch_unwind(|| unsafe { f(ptr::null_mut()) });
@@ -568,7 +593,11 @@ unsafe extern "C" fn enable_gc() {
 }
 
 unsafe extern "C" fn run_gc() {
-    with_shim((), |s| s.run_gc())
+    with_shim((), |s| {
+        if let Some(jni) = current_jni(s) {
+            s.run_gc(jni);
+        }
+    })
 }
 
 unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> JobjectId {

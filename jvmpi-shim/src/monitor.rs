@@ -54,6 +54,11 @@ fn me() -> usize {
     TOKEN.with(|t| t as *const Cell<u8> as usize)
 }
 
+/// The calling thread's token (as raw monitors know their owners).
+pub fn thread_token() -> usize {
+    me()
+}
+
 impl RawMonitor {
     pub fn new(name: CString) -> RawMonitor {
         RawMonitor {
@@ -84,10 +89,10 @@ impl RawMonitor {
             s.count = 1;
             return;
         }
+        s.entering.push(env);
         drop(s);
         contended(true);
         let mut s = self.state.lock();
-        s.entering.push(env);
         while s.owner != 0 {
             self.free.wait(&mut s);
         }

@@ -40,6 +40,9 @@ const SETTLE_MAX: Duration = Duration::from_millis(500);
 
 /// Tag bit 0: a class whose CLASS_LOAD went out.
 const ANNOUNCED: i64 = 1;
+/// Tag bit 1: an object whose OBJECT_ALLOC went out (once, though HotSpot may post both
+/// VMObjectAlloc and SampledObjectAlloc for it); only these count as the heap's objects.
+const ALLOCATED: i64 = 2;
 
 static SHIM: OnceLock<Shim> = OnceLock::new();
 
@@ -58,6 +61,16 @@ pub struct ThreadSlot {
     /// CPU time at the last two JVMPI suspensions (ThreadHasRun).
     cpu: Mutex<(i64, i64)>,
     suspended: AtomicBool,
+    vm: Vm,
+}
+
+impl Drop for ThreadSlot {
+    /// The Thread object's global reference lives as long as the last holder of the slot (a
+    /// suspend or a call trace in flight keeps it valid past the thread's end).
+    fn drop(&mut self) {
+        let thread = self.thread as jobject;
+        self.vm.with_env(|jni| jni.delete_global(thread));
+    }
 }
 
 impl ThreadSlot {
@@ -77,6 +90,9 @@ thread_local! {
     static SLOT: Cell<*const ThreadSlot> = const { Cell::new(ptr::null()) };
     /// The shim's own threads: no event of theirs reaches the agent.
     static OWN: Cell<bool> = const { Cell::new(false) };
+    /// Set while a thread made by CreateSystemThread attaches: its THREAD_START waits until
+    /// its creator has returned (the creator may hold what the agent's handler wants).
+    pub static DEFER_START: Cell<bool> = const { Cell::new(false) };
     /// The name this thread attaches under (set by the shim before it attaches a thread).
     pub static ATTACH_NAME: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
     /// When this thread's Object.wait began (MONITOR_WAITED's timeout is the time waited).
@@ -89,6 +105,10 @@ struct GcQueue {
     collections: u64,
     freed: Vec<i64>,
     delivered: u64,
+    /// RunGCs in progress: their collections are theirs to deliver.
+    reserved: u32,
+    /// The GC thread has not ended.
+    running: bool,
 }
 
 pub struct Shim {
@@ -97,18 +117,22 @@ pub struct Shim {
     enabled: [AtomicBool; (event::MAX + 1) as usize],
     next_id: AtomicU64,
     threads: Mutex<HashMap<usize, Arc<ThreadSlot>>>,
-    class_lock: Mutex<()>,
+    /// Classes whose CLASS_LOAD is being delivered, by the thread delivering it.
+    announcing: Mutex<HashMap<u64, usize>>,
+    announced: Condvar,
     kinds: Mutex<HashMap<u64, (jint, u64)>>,
     lines: Mutex<HashMap<usize, LineTable>>,
     caps: Mutex<Capabilities>,
     gc_disabled: AtomicI32,
     gc: Mutex<GcQueue>,
     gc_signal: Condvar,
+    /// Signalled when the GC thread ends.
     gc_delivered: Condvar,
     live: AtomicBool,
     dead: AtomicBool,
     known_objects: AtomicI64,
     monitors: Mutex<Vec<Arc<RawMonitor>>>,
+    destroyed: Mutex<Vec<Arc<RawMonitor>>>,
     /// The object each thread waits on in Object.wait, by JNIEnv (kept while MONITOR_WAIT
     /// is on: JDK 23+ no longer names it through GetCurrentContendedMonitor).
     waiting: Mutex<HashMap<usize, u64>>,
@@ -212,6 +236,12 @@ impl ClassLoadData {
     }
 }
 
+/// The tags an object of this ID may carry (its flag bits set or not).
+pub fn tag_variants(id: u64) -> [i64; 4] {
+    let t = id as i64;
+    [t, t | ANNOUNCED, t | ALLOCATED, t | ANNOUNCED | ALLOCATED]
+}
+
 pub fn id_ptr(id: u64) -> JobjectId {
     id as usize as JobjectId
 }
@@ -246,7 +276,8 @@ impl Shim {
             enabled: std::array::from_fn(|_| AtomicBool::new(false)),
             next_id: AtomicU64::new(1),
             threads: Mutex::new(HashMap::new()),
-            class_lock: Mutex::new(()),
+            announcing: Mutex::new(HashMap::new()),
+            announced: Condvar::new(),
             kinds: Mutex::new(HashMap::new()),
             lines: Mutex::new(HashMap::new()),
             caps: Mutex::new(caps),
@@ -258,8 +289,19 @@ impl Shim {
             dead: AtomicBool::new(false),
             known_objects: AtomicI64::new(0),
             monitors: Mutex::new(Vec::new()),
+            destroyed: Mutex::new(Vec::new()),
             waiting: Mutex::new(HashMap::new()),
         };
+        // Onload-only in HotSpot, so taken now for an agent that turns method events on
+        // later; without a method event on they cost nothing.
+        let mut methods = Capabilities::default();
+        methods.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+        methods.set(cap::GENERATE_METHOD_EXIT_EVENTS);
+        if jvmti.add_capabilities(&methods).is_ok() {
+            caps.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+            caps.set(cap::GENERATE_METHOD_EXIT_EVENTS);
+        }
+        shim.caps.lock().clone_from(&caps);
         if SHIM.set(shim).is_err() {
             jvmti.dispose();
             return Err("a JVMPI agent is hosted already: one per JVM, as JVMPI allowed".into());
@@ -482,7 +524,7 @@ impl Shim {
         if id == 0 {
             return None;
         }
-        let tags = [id as i64, id as i64 | ANNOUNCED];
+        let tags = tag_variants(id);
         self.jvmti
             .objects_with_tags(&tags)
             .ok()?
@@ -492,23 +534,22 @@ impl Shim {
     }
 
     /// The ID of a class object; its CLASS_LOAD goes out first if it never did (when
-    /// CLASS_LOAD is on), so the agent knows every class ID before it sees one.
+    /// CLASS_LOAD is on), so the agent knows every class ID before it sees one. A thread that
+    /// finds another announcing the class waits (up to a second) until the agent has it; no
+    /// lock is held across a JVMTI call or the agent's handler.
     pub fn class_id(&self, jni: Jni<'_>, class: jclass) -> u64 {
         if class.is_null() {
             return 0;
         }
-        let tag = self.jvmti.tag(class).unwrap_or(0);
-        if tag & ANNOUNCED != 0 {
-            return (tag & !7) as u64;
-        }
-        let id = {
-            let _one = self.class_lock.lock();
+        let me = crate::monitor::thread_token();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let id = loop {
             let tag = self.jvmti.tag(class).unwrap_or(0);
             if tag & ANNOUNCED != 0 {
                 return (tag & !7) as u64;
             }
             let id = if tag == 0 {
-                self.new_id()
+                self.object_id(class)
             } else {
                 (tag & !7) as u64
             };
@@ -518,19 +559,30 @@ impl Shim {
                 | jvmti::CLASS_STATUS_ARRAY
                 | jvmti::CLASS_STATUS_PRIMITIVE;
             if self.jvmti.class_status(class).unwrap_or(0) & ready == 0 {
-                if tag == 0 {
-                    let _ = self.jvmti.set_tag(class, id as i64);
-                }
                 return id;
             }
-            let _ = self.jvmti.set_tag(class, id as i64 | ANNOUNCED);
-            id
+            let mut a = self.announcing.lock();
+            match a.get(&id) {
+                // This thread announces it already (the agent's handler asks about it).
+                Some(&t) if t == me => return id,
+                Some(_) if Instant::now() < deadline => {
+                    self.announced.wait_until(&mut a, deadline);
+                }
+                Some(_) => return id,
+                None => {
+                    a.insert(id, me);
+                    break id;
+                }
+            }
         };
         if self.on(event::CLASS_LOAD) && !Self::own_thread() {
             if let Some(data) = self.class_load_data(jni, class, id) {
                 self.send(jni.raw(), event::CLASS_LOAD, data.event());
             }
         }
+        let _ = self.jvmti.set_tag(class, id as i64 | ANNOUNCED);
+        self.announcing.lock().remove(&id);
+        self.announced.notify_all();
         id
     }
 
@@ -634,15 +686,14 @@ impl Shim {
             names,
             cpu: Mutex::new((0, 0)),
             suspended: AtomicBool::new(false),
+            vm: self.vm,
         });
         SLOT.with(|s| s.set(Arc::as_ptr(&slot)));
         REGISTERED.with(|r| r.set(env));
+        // A JNIEnv reused by a new thread: the old one ended unseen (dropped outside the lock).
         let old = self.threads.lock().insert(env, slot.clone());
-        if let Some(old) = old {
-            // A JNIEnv reused by a new thread: the old one ended unseen.
-            jni.delete_global(old.thread());
-        }
-        if self.on(event::THREAD_START) && !Self::own_thread() {
+        drop(old);
+        if self.on(event::THREAD_START) && !Self::own_thread() && !DEFER_START.with(|d| d.get()) {
             self.send_thread_start(jni, &slot, 0);
         }
     }
@@ -675,6 +726,21 @@ impl Shim {
         [cstring(&name), cstring(&group_name), cstring(&parent)]
     }
 
+    /// THREAD_START of the calling thread, held back while it attached (CreateSystemThread).
+    pub fn announce_current(&self, jni: Jni<'_>) {
+        DEFER_START.with(|d| d.set(false));
+        if REGISTERED.with(|r| r.get()) != jni.raw() as usize {
+            // Not registered while attaching: registering now sends it.
+            self.thread(jni);
+            return;
+        }
+        if let Some(slot) = self.slot(jni.raw()) {
+            if self.on(event::THREAD_START) {
+                self.send_thread_start(jni, &slot, 0);
+            }
+        }
+    }
+
     pub fn send_thread_start(&self, jni: Jni<'_>, slot: &ThreadSlot, requested: jint) {
         let [n, g, p] = &*slot.names;
         self.send(
@@ -704,9 +770,8 @@ impl Shim {
                 },
             );
         }
-        if let Some(slot) = self.threads.lock().remove(&env) {
-            jni.delete_global(slot.thread());
-        }
+        let slot = self.threads.lock().remove(&env);
+        drop(slot);
         REGISTERED.with(|r| r.set(0));
         SLOT.with(|s| s.set(ptr::null()));
     }
@@ -726,7 +791,16 @@ impl Shim {
         self.monitors.lock().clone()
     }
 
+    /// The slot of the thread of `env`; the calling thread is registered if it was not.
     pub fn slot(&self, env: *mut JNIEnv) -> Option<Arc<ThreadSlot>> {
+        if let Some(slot) = self.threads.lock().get(&(env as usize)).cloned() {
+            return Some(slot);
+        }
+        let jni = self.vm.current_env()?;
+        if jni.raw() != env {
+            return None;
+        }
+        self.thread(jni);
         self.threads.lock().get(&(env as usize)).cloned()
     }
 
@@ -784,9 +858,10 @@ impl Shim {
         })
     }
 
+    /// GetThreadStatus; 0 (no status) for a thread the shim does not know.
     pub fn status(&self, env: *mut JNIEnv) -> jint {
         let Some(slot) = self.slot(env) else {
-            return abi::FAIL;
+            return 0;
         };
         let state = self.jvmti.thread_state(slot.thread()).unwrap_or(0);
         jvmpi_status(state, slot.suspended.load(Ordering::Acquire))
@@ -876,15 +951,20 @@ impl Shim {
             self.retire_tlabs();
         }
         let vm = self.vm;
+        self.gc.lock().running = true;
         let _ = std::thread::Builder::new()
             .name("jlive JVMPI GC".into())
             .spawn(move || {
                 OWN.with(|o| o.set(true));
-                if let Some(env) = vm.attach_daemon(c"jlive JVMPI GC") {
-                    if let Some(jni) = Jni::from_callback(env) {
+                match vm
+                    .attach_daemon(c"jlive JVMPI GC")
+                    .and_then(Jni::from_callback)
+                {
+                    Some(jni) => {
                         self.gc_thread(jni);
+                        vm.detach_current();
                     }
-                    vm.detach_current();
+                    None => self.gc.lock().running = false,
                 }
             });
         if self.on(event::JVM_INIT_DONE) {
@@ -905,7 +985,21 @@ impl Shim {
         let _ = self.jvmti.force_garbage_collection();
     }
 
+    /// VMDeath: the GC thread stops (after the batch it may be delivering), what it left is
+    /// delivered here, then JVM_SHUT_DOWN: no GC event reaches the agent after it.
     pub fn vm_death(&self, jni: Jni<'_>) {
+        self.dead.store(true, Ordering::Release);
+        self.gc_signal.notify_all();
+        {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut q = self.gc.lock();
+            while q.running && !self.gc_delivered.wait_until(&mut q, deadline).timed_out() {}
+        }
+        if self.gc_events() {
+            if let Some(freed) = self.claim_batch(true) {
+                self.deliver_batch(jni, freed);
+            }
+        }
         if self.on(event::JVM_SHUT_DOWN) {
             self.thread(jni);
             self.send(
@@ -916,8 +1010,6 @@ impl Shim {
                 },
             );
         }
-        self.dead.store(true, Ordering::Release);
-        self.gc_signal.notify_all();
     }
 
     pub fn method(&self, jni: Jni<'_>, method: jmethodID, entry: bool) {
@@ -1021,6 +1113,11 @@ impl Shim {
         let (kind, class_id) = self.kind_of(jni, class);
         let id = self.object_id(object);
         if requested == 0 {
+            let tag = self.jvmti.tag(object).unwrap_or(0);
+            if tag & ALLOCATED != 0 {
+                return;
+            }
+            let _ = self.jvmti.set_tag(object, tag | ALLOCATED);
             self.known_objects.fetch_add(1, Ordering::Relaxed);
         }
         self.send(
@@ -1109,79 +1206,50 @@ impl Shim {
         self.gc.lock().freed.push(tag);
     }
 
-    /// The shim's thread: after each collection, GC_START, the OBJECT_FREEs it caused and
-    /// GC_FINISH, then CLASS_UNLOAD for the classes that went with it.
+    /// Whether any event comes of a collection.
+    fn gc_events(&self) -> bool {
+        [
+            event::GC_START,
+            event::GC_FINISH,
+            event::OBJECT_FREE,
+            event::CLASS_UNLOAD,
+        ]
+        .iter()
+        .any(|&e| self.on(e))
+    }
+
+    /// The shim's thread: after each collection, its events (see [`Shim::deliver_batch`]);
+    /// a collection that RunGC asked for is RunGC's to deliver.
     fn gc_thread(&self, jni: Jni<'_>) {
         loop {
-            let done = {
+            {
                 let mut q = self.gc.lock();
-                while q.collections == q.delivered && !self.dead.load(Ordering::Acquire) {
+                while (q.collections == q.delivered || q.reserved > 0)
+                    && !self.dead.load(Ordering::Acquire)
+                {
                     self.gc_signal.wait_for(&mut q, Duration::from_millis(500));
                 }
                 if self.dead.load(Ordering::Acquire) {
-                    return;
-                }
-                q.collections
-            };
-            // ObjectFree comes after the collection, from the JVM's service thread: the frees
-            // of this collection are those that arrive until none has come for a moment.
-            // (Forcing them out with SetEventNotificationMode deadlocks JDK 17: its flush
-            // blocks at a safepoint that the service thread, waiting on the same flush, holds
-            // up.)
-            let freed = self.settled_frees();
-            let (classes, objects): (Vec<i64>, Vec<i64>) =
-                freed.into_iter().partition(|t| t & ANNOUNCED != 0);
-            if self.on(event::GC_START) {
-                self.send(
-                    jni.raw(),
-                    event::GC_START,
-                    EventData {
-                        id: ptr::null_mut(),
-                    },
-                );
-            }
-            if self.on(event::OBJECT_FREE) {
-                for tag in objects {
-                    self.known_objects.fetch_sub(1, Ordering::Relaxed);
-                    self.send(
-                        jni.raw(),
-                        event::OBJECT_FREE,
-                        EventData {
-                            id: id_ptr(tag as u64),
-                        },
-                    );
+                    break;
                 }
             }
-            if self.on(event::GC_FINISH) {
-                let (total, free) = jni.heap_memory().unwrap_or((0, 0));
-                self.send(
-                    jni.raw(),
-                    event::GC_FINISH,
-                    EventData {
-                        gc_info: abi::GcInfo {
-                            used_objects: self.known_objects.load(Ordering::Relaxed).max(0),
-                            used_object_space: total - free,
-                            total_object_space: total,
-                        },
-                    },
-                );
+            self.settle();
+            if let Some(freed) = self.claim_batch(false) {
+                self.deliver_batch(jni, freed);
             }
-            if self.on(event::CLASS_UNLOAD) {
-                for tag in classes {
-                    let id = (tag & !7) as u64;
-                    self.send(jni.raw(), event::CLASS_UNLOAD, EventData { id: id_ptr(id) });
-                }
-            }
-            self.gc.lock().delivered = done;
-            self.gc_delivered.notify_all();
         }
+        self.gc.lock().running = false;
+        self.gc_delivered.notify_all();
     }
 
-    /// Takes the frees once no new one has arrived for [`SETTLE`] (at most [`SETTLE_MAX`]).
-    fn settled_frees(&self) -> Vec<i64> {
+    /// Waits until no ObjectFree has arrived for [`SETTLE`] (at most [`SETTLE_MAX`]):
+    /// ObjectFree comes after the collection, from the JVM's service thread. (Forcing them
+    /// out with SetEventNotificationMode deadlocks JDK 17: its flush blocks at a safepoint
+    /// that the service thread, waiting on the same flush, holds up.)
+    fn settle(&self) {
         let began = Instant::now();
         let mut seen = self.gc.lock().freed.len();
-        while began.elapsed() < SETTLE_MAX && !self.dead.load(Ordering::Acquire) {
+        while began.elapsed() < SETTLE_MAX {
             std::thread::sleep(SETTLE);
             let now = self.gc.lock().freed.len();
             if now == seen {
@@ -1189,7 +1257,59 @@ impl Shim {
             }
             seen = now;
         }
-        std::mem::take(&mut self.gc.lock().freed)
+    }
+
+    /// The pending collections' frees, now the caller's to deliver (None: nothing pending,
+    /// unless `anyway`).
+    fn claim_batch(&self, anyway: bool) -> Option<Vec<i64>> {
+        let mut q = self.gc.lock();
+        if q.collections == q.delivered && (!anyway || q.freed.is_empty()) {
+            return None;
+        }
+        q.delivered = q.collections;
+        Some(std::mem::take(&mut q.freed))
+    }
+
+    /// GC_START, the OBJECT_FREEs, GC_FINISH, then CLASS_UNLOAD for the classes that went,
+    /// on the calling thread, holding no lock.
+    fn deliver_batch(&self, jni: Jni<'_>, freed: Vec<i64>) {
+        let (classes, objects): (Vec<i64>, Vec<i64>) =
+            freed.into_iter().partition(|t| t & ANNOUNCED != 0);
+        let allocated = objects.iter().filter(|&&t| t & ALLOCATED != 0).count();
+        self.known_objects
+            .fetch_sub(allocated as i64, Ordering::Relaxed);
+        let nothing = || EventData {
+            id: ptr::null_mut(),
+        };
+        if self.on(event::GC_START) {
+            self.send(jni.raw(), event::GC_START, nothing());
+        }
+        if self.on(event::OBJECT_FREE) {
+            for tag in objects {
+                let id = (tag & !7) as u64;
+                self.send(jni.raw(), event::OBJECT_FREE, EventData { id: id_ptr(id) });
+            }
+        }
+        if self.on(event::GC_FINISH) {
+            let (total, free) = jni.heap_memory().unwrap_or((0, 0));
+            self.send(
+                jni.raw(),
+                event::GC_FINISH,
+                EventData {
+                    gc_info: abi::GcInfo {
+                        used_objects: self.known_objects.load(Ordering::Relaxed).max(0),
+                        used_object_space: total - free,
+                        total_object_space: total,
+                    },
+                },
+            );
+        }
+        if self.on(event::CLASS_UNLOAD) {
+            for tag in classes {
+                let id = (tag & !7) as u64;
+                self.send(jni.raw(), event::CLASS_UNLOAD, EventData { id: id_ptr(id) });
+            }
+        }
     }
 
     pub fn disable_gc(&self) {
@@ -1204,21 +1324,24 @@ impl Shim {
             });
     }
 
-    /// RunGC: a full collection, and its events delivered before returning (as JVMPI did).
-    pub fn run_gc(&self) {
+    /// RunGC: a full collection, and its events delivered on the calling thread before
+    /// returning, as JVMPI did.
+    pub fn run_gc(&self, jni: Jni<'_>) {
         if self.gc_disabled.load(Ordering::Acquire) > 0 || !self.is_live() {
             return;
         }
-        let before = self.gc.lock().collections;
-        if self.jvmti.force_garbage_collection().is_err() {
+        if !self.gc_events() {
+            let _ = self.jvmti.force_garbage_collection();
             return;
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut q = self.gc.lock();
-        while q.delivered <= before && !self.dead.load(Ordering::Acquire) {
-            if self.gc_delivered.wait_until(&mut q, deadline).timed_out() {
-                break;
-            }
+        self.gc.lock().reserved += 1;
+        let _ = self.jvmti.force_garbage_collection();
+        self.settle();
+        let batch = self.claim_batch(false);
+        self.gc.lock().reserved -= 1;
+        self.gc_signal.notify_all();
+        if let Some(freed) = batch {
+            self.deliver_batch(jni, freed);
         }
     }
 
@@ -1275,8 +1398,14 @@ impl Shim {
         m
     }
 
+    /// A destroyed monitor leaves the live list but is never freed, so that its address
+    /// cannot come back as another monitor's while the agent may still hold the old handle.
     pub fn raw_monitor_destroy(&self, m: *const RawMonitor) {
-        self.monitors.lock().retain(|x| Arc::as_ptr(x) != m);
+        let mut live = self.monitors.lock();
+        if let Some(i) = live.iter().position(|x| Arc::as_ptr(x) == m) {
+            let gone = live.swap_remove(i);
+            self.destroyed.lock().push(gone);
+        }
     }
 
     /// The live raw monitor at this address, if the agent's pointer is one of ours.

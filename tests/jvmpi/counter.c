@@ -34,7 +34,7 @@ enum {
     C_TRACE_CALL_LINE, C_TRACE_CALLER_MAIN, C_METHOD_CLASS_OK, C_ID_ROUNDTRIP, C_STATUS_RUNNABLE,
     C_CPU_TIME, C_ENTRY2_WORK_NULL, C_EXIT_EXPECTED, C_METHODS_OFF, C_TOUCH_ANY, C_GREF_ALLOC, C_GREF_FREE, C_WREF_ALLOC, C_WREF_FREE,
     C_HEAP0_KEEP, C_HEAP2_OK, C_HEAP2_KEEP, C_HEAP2_SUM, C_HEAP2_LINKS, C_HEAP2_ARRAY, C_HEAP2_STICKY,
-    C_OBJDUMP_OK, C_MONITOR_KEPT, C_MONITOR_RAW, C_MONITOR_TRACES, C_LAST
+    C_OBJDUMP_OK, C_MONITOR_KEPT, C_MONITOR_RAW, C_MONITOR_TRACES, C_FIB_LOAD, C_FIB_UNLOAD, C_LAST
 };
 static const char *names[] = {
     "init", "shutdown", "arena", "class_load_legacy", "work_entry", "work_exit", "touch_receiver",
@@ -45,8 +45,9 @@ static const char *names[] = {
     "trace_call_line", "trace_caller_main", "method_class_ok", "id_roundtrip", "status_runnable",
     "cpu_time", "entry2_work_null", "exit_expected", "methods_off", "touch_any", "gref_alloc", "gref_free", "wref_alloc", "wref_free",
     "heap0_keep", "heap2_ok", "heap2_keep", "heap2_sum", "heap2_links", "heap2_array", "heap2_sticky",
-    "objdump_ok", "monitor_kept", "monitor_raw", "monitor_traces"
+    "objdump_ok", "monitor_kept", "monitor_raw", "monitor_traces", "fib_load", "fib_unload"
 };
+static jobjectID fib_class;
 
 /* What a dump reader needs of each class: its interfaces and the bytes of its statics. */
 #define MAX_CLASSES 16384
@@ -254,6 +255,10 @@ static void class_load(JVMPI_Event *e) {
         jvmpi->RawMonitorExit(lock);
     }
     if (strcmp(name, "Legacy$Keep") == 0) keep_class = e->u.class_load.class_id;
+    if (strcmp(name, "Fib") == 0 && !(e->event_type & JVMPI_REQUESTED_EVENT)) {
+        fib_class = e->u.class_load.class_id;
+        count(C_FIB_LOAD);
+    }
     if (strcmp(name, "Legacy") == 0) {
         legacy_class = e->u.class_load.class_id;
         if (!(e->event_type & JVMPI_REQUESTED_EVENT)) count(C_CLASS_LOAD_LEGACY);
@@ -403,6 +408,9 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_OBJECT_FREE:
         if (is_node(e->u.obj_free.obj_id)) counts[C_NODE_FREE]++;
         break;
+    case JVMPI_EVENT_CLASS_UNLOAD:
+        if (e->u.class_unload.class_id == fib_class && fib_class != NULL) count(C_FIB_UNLOAD);
+        break;
     case JVMPI_EVENT_GC_START:
         count(C_GC_START);
         break;
@@ -520,7 +528,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         JVMPI_EVENT_MONITOR_WAITED, JVMPI_EVENT_MONITOR_CONTENDED_ENTER,
         JVMPI_EVENT_MONITOR_CONTENDED_ENTERED, JVMPI_EVENT_DATA_DUMP_REQUEST,
         JVMPI_EVENT_COMPILED_METHOD_LOAD, JVMPI_EVENT_JNI_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_GLOBALREF_FREE,
-        JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE, JVMPI_EVENT_CLASS_UNLOAD,
     };
     size_t i;
     FILE *src;
