@@ -12,6 +12,7 @@
 //! most 8 clients are served at once, and a client silent for 60 s is dropped.
 
 use crate::buffer;
+use crate::ffi::jni::Vm;
 use crate::ffi::jvmti::Jvmti;
 use crate::ffi::os;
 use crate::log;
@@ -37,6 +38,76 @@ const TICK: Duration = Duration::from_millis(100);
 const HELP: &str =
     "commands: start [label] | stop | mark TEXT | status | roll | flush | heap FILE | help | quit; \
                     one-byte: 1 start, 2 stop, 3 roll (answered with the byte 9)";
+
+/// What the control thread drives: the profiler's bursts, or a hosted JVMPI agent
+/// (`jvmpi=`), each answering its own commands over the same socket and protocol.
+pub trait Driver: Sync + 'static {
+    fn vm(&self) -> Vm;
+    fn jvmti(&self) -> Jvmti;
+    /// The secret a TCP client must send first, if any.
+    fn token(&self) -> Option<&str>;
+    fn help(&self) -> &str;
+    /// A command word and its argument: the answer, or None for a word it does not know.
+    fn command(&self, jvmti: Jvmti, word: &str, rest: &str) -> Option<Result<String, String>>;
+    /// The published JinsightLive agent's one-byte commands (1, 2, 3); false: not served.
+    fn byte(&self, jvmti: Jvmti, byte: u8) -> bool;
+    /// Fires what is due and says when it next has something to do (timed bursts).
+    fn tick(&self, _jvmti: Jvmti) -> Option<Instant> {
+        None
+    }
+}
+
+/// The profiler's timed burst (`delay=`, `duration=`), kept by its control thread.
+static TIMERS: Mutex<Option<Timers>> = Mutex::new(None);
+
+impl Driver for Profiler {
+    fn vm(&self) -> Vm {
+        self.vm
+    }
+
+    fn jvmti(&self) -> Jvmti {
+        self.jvmti
+    }
+
+    fn token(&self) -> Option<&str> {
+        self.options.token.as_deref()
+    }
+
+    fn help(&self) -> &str {
+        HELP
+    }
+
+    fn command(&self, jvmti: Jvmti, word: &str, rest: &str) -> Option<Result<String, String>> {
+        Some(match word {
+            "start" => self.begin_burst(jvmti, (!rest.is_empty()).then_some(rest), None),
+            "stop" => self.end_burst(jvmti),
+            "mark" if rest.is_empty() => Err("mark needs a text".into()),
+            "mark" => self.mark(rest),
+            "status" => Ok(self.status()),
+            "roll" => self.roll(),
+            "flush" => self.flush(),
+            "heap" if rest.is_empty() => Err("heap needs the path of the file to write".into()),
+            "heap" => crate::heap::to_file(self, rest),
+            _ => return None,
+        })
+    }
+
+    fn byte(&self, jvmti: Jvmti, byte: u8) -> bool {
+        let _ = match byte {
+            1 => self.begin_burst(jvmti, None, None),
+            2 => self.end_burst(jvmti),
+            _ => self.roll(),
+        };
+        true
+    }
+
+    fn tick(&self, jvmti: Jvmti) -> Option<Instant> {
+        let mut timers = TIMERS.lock();
+        let t = timers.get_or_insert_with(|| Timers::new(self));
+        t.fire(self, jvmti);
+        t.next()
+    }
+}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 /// Written by [`stop`] so that the control thread's poll returns at once.
@@ -151,7 +222,10 @@ fn bind_unix(path: &Path) -> Result<Listener, String> {
 }
 
 /// Starts the control thread (socket and timers).
-pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Result<JoinHandle<()>> {
+pub fn start(
+    p: &'static dyn Driver,
+    listener: Option<Listener>,
+) -> std::io::Result<JoinHandle<()>> {
     let (wake, woken) = UnixStream::pair()?;
     woken.set_nonblocking(true)?;
     *WAKE.lock() = Some(wake);
@@ -160,7 +234,7 @@ pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Resul
         .spawn(move || {
             buffer::mark_agent_thread();
             // Attached so that it may call JVMTI (enable events, force a GC for alloc=on).
-            if p.vm.attach_daemon(c"jlive control").is_none() {
+            if p.vm().attach_daemon(c"jlive control").is_none() {
                 log::warn("the control thread cannot attach to the JVM; control is off");
                 return;
             }
@@ -169,12 +243,12 @@ pub fn start(p: &'static Profiler, listener: Option<Listener>) -> std::io::Resul
             }));
             // A thread left attached stays "in native" for HotSpot, whose exit then waits
             // 300 ms for it to come back.
-            p.vm.detach_current();
+            p.vm().detach_current();
         })
 }
 
 /// Asks the control thread to finish, and removes the socket.
-pub fn stop(_p: &Profiler) {
+pub fn stop() {
     STOP.store(true, Ordering::SeqCst);
     if let Some(mut wake) = WAKE.lock().take() {
         let _ = wake.write_all(b"x");
@@ -265,12 +339,12 @@ impl Timers {
     }
 }
 
-fn serve(p: &'static Profiler, listener: Option<Listener>, woken: UnixStream) {
-    let jvmti = p.jvmti;
-    let mut timers = Timers::new(p);
+fn serve(p: &'static dyn Driver, listener: Option<Listener>, woken: UnixStream) {
+    let jvmti = p.jvmti();
+    let mut due = p.tick(jvmti);
     let mut clients: Vec<Client> = Vec::new();
     while !STOP.load(Ordering::SeqCst) {
-        let wait = timers.next().map_or(TICK, |t| {
+        let wait = due.map_or(TICK, |t| {
             t.saturating_duration_since(Instant::now()).min(TICK)
         });
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(clients.len() + 1);
@@ -299,7 +373,7 @@ fn serve(p: &'static Profiler, listener: Option<Listener>, woken: UnixStream) {
         });
         let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
         let ready = os::poll(&mut fds, millis);
-        timers.fire(p, jvmti);
+        due = p.tick(jvmti);
         if ready <= 0 {
             drop_idle(&mut clients);
             continue;
@@ -370,7 +444,7 @@ fn peer_allowed(fd: RawFd) -> bool {
 
 impl Client {
     /// Reads and answers what the client sent; false = close the connection.
-    fn serve(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+    fn serve(&mut self, p: &dyn Driver, jvmti: Jvmti) -> bool {
         let mut buf = [0u8; 1024];
         loop {
             match self.stream.read(&mut buf) {
@@ -394,7 +468,7 @@ impl Client {
     }
 
     /// Answers every complete command in `pending`.
-    fn answer(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+    fn answer(&mut self, p: &dyn Driver, jvmti: Jvmti) -> bool {
         loop {
             let Some(&first) = self.pending.first() else {
                 return true;
@@ -405,12 +479,7 @@ impl Client {
                     let _ = self.reply(b"error auth required\n");
                     return false;
                 }
-                let _ = match first {
-                    1 => p.begin_burst(jvmti, None, None),
-                    2 => p.end_burst(jvmti),
-                    _ => p.roll(),
-                };
-                if !self.reply(&[9]) {
+                if p.byte(jvmti, first) && !self.reply(&[9]) {
                     return false;
                 }
                 continue;
@@ -445,7 +514,7 @@ impl Client {
     }
 
     /// One command line → (answer, keep the connection).
-    fn command(&mut self, p: &Profiler, jvmti: Jvmti, line: &str) -> (String, bool) {
+    fn command(&mut self, p: &dyn Driver, jvmti: Jvmti, line: &str) -> (String, bool) {
         if line.is_empty() {
             return (String::new(), true);
         }
@@ -454,7 +523,7 @@ impl Client {
             None => (line, ""),
         };
         if !self.authed {
-            return match (word, p.options.token.as_deref()) {
+            return match (word, p.token()) {
                 ("auth", Some(token)) if constant_time_eq(rest.as_bytes(), token.as_bytes()) => {
                     self.authed = true;
                     ("ok authenticated".into(), true)
@@ -463,25 +532,16 @@ impl Client {
             };
         }
         let result = match word {
-            "start" => p.begin_burst(jvmti, (!rest.is_empty()).then_some(rest), None),
-            "stop" => p.end_burst(jvmti),
-            "mark" if rest.is_empty() => Err("mark needs a text".into()),
-            "mark" => p.mark(rest),
-            "status" => Ok(p.status()),
-            "roll" => p.roll(),
-            "flush" => p.flush(),
-            "heap" if rest.is_empty() => Err("heap needs the path of the file to write".into()),
-            "heap" => crate::heap::to_file(p, rest),
-            "help" => Ok(HELP.into()),
+            "help" => Ok(p.help().to_string()),
             "auth" => Ok("already authenticated".into()),
             "quit" | "exit" => return ("ok bye".into(), false),
-            _ => {
+            _ => p.command(jvmti, word, rest).unwrap_or_else(|| {
                 let shown: String = word.chars().take(40).collect();
                 Err(format!(
                     "unknown command '{}'; try help",
                     shown.escape_debug()
                 ))
-            }
+            }),
         };
         match result {
             Ok(text) => (format!("ok {}", text), true),

@@ -9,6 +9,8 @@
 //! - `callbacks.rs`: every other JVMTI event (threads, classes, GC, allocations, frees).
 //! - `classes.rs` + `registry.rs`: JVM classes, methods and threads as keys the writer resolves.
 //! - `buffer.rs`: per-thread lock-free buffers and the hub that sends batches to the writer.
+//! - `jvmpi.rs`: `jvmpi=`, hosting a legacy JVMPI agent (the jvmpi-shim crate) instead of
+//!   tracing, with `jlive ctl dump` and `reset` for it.
 //! - `plugin.rs`: VA/Java user trace libraries, called on the thread of each event;
 //!   `heap.rs`: the heap walk behind `jlive ctl heap` and `reportObjectReferences()`.
 //! - `clock.rs`: the tick counter; `log.rs`: the agent's own messages.
@@ -28,6 +30,7 @@ pub mod entry;
 pub mod ffi;
 pub mod heap;
 pub mod javaapi;
+pub mod jvmpi;
 pub mod log;
 pub mod options;
 pub mod plugin;

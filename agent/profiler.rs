@@ -217,7 +217,7 @@ impl WithSink for StartWriter {
 /// Agent_OnLoad: Ok, or the one line to print before returning JNI_ERR.
 pub fn load(vm: *mut jni_sys::JavaVM, text: &str) -> Result<(), String> {
     if let Some((before, spec)) = crate::options::split_jvmpi(text) {
-        return host_jvmpi(Vm::new(vm), before, spec);
+        return crate::jvmpi::host(Vm::new(vm), before, spec);
     }
     let options = Options::parse(text).map_err(|e| e.0)?;
     if options.help {
@@ -270,35 +270,6 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
         log::warn("attached, but no JNI environment on the attaching thread: nothing is traced");
     }
     Ok(Attached::Started)
-}
-
-/// `jvmpi=`: libjlive.so hosts a legacy JVMPI agent (jvmpi-shim) and traces nothing itself.
-fn host_jvmpi(vm: Vm, before: &str, spec: &str) -> Result<(), String> {
-    let options = Options::parse(before).map_err(|e| e.0)?;
-    let keys = before.split(',').filter(|s| !s.is_empty());
-    if let Some(other) = keys
-        .map(|s| s.split('=').next().unwrap_or(s))
-        .find(|k| *k != "log")
-    {
-        return Err(format!(
-            "jvmpi= hosts a JVMPI agent without jlive's own tracing: '{}' cannot come with it (only log= may)",
-            other
-        ));
-    }
-    if let Some(path) = &options.log {
-        log::to_file(path).map_err(|e| format!("cannot open log file {}: {}", path, e))?;
-    }
-    // The JVM's own library directory first, then java.library.path (as -Xrun searched).
-    let mut dirs = Vec::new();
-    if let Some(jvmti) = Jvmti::from_vm(vm.raw()) {
-        for key in ["sun.boot.library.path", "java.library.path"] {
-            if let Some(value) = jvmti.system_property(key) {
-                dirs.extend(value.split(':').filter(|d| !d.is_empty()).map(String::from));
-            }
-        }
-        jvmti.dispose();
-    }
-    jvmpi_shim::host(vm, spec, &dirs)
 }
 
 /// What Agent_OnLoad and Agent_OnAttach share: the JVMTI environment, its capabilities and
@@ -780,7 +751,7 @@ impl Profiler {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        control::stop(self);
+        control::stop();
         if let Some(handle) = self.control.lock().take() {
             let _ = handle.join();
         }

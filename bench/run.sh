@@ -370,10 +370,10 @@ if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
     exit 0
 fi
 . bench/tomcat-base.sh
-tomcat_rps() { # JLIVE_OPTIONS or "" -> requests/s of wrk over 10 s, after 10 s of warm-up
-    local base=$work/tomcat port=18089 pid rps
+tomcat_rps() { # JLIVE_OPTIONS or "" [JAVA_HOME] -> requests/s of wrk over 10 s, after 10 s of warm-up
+    local base=$work/tomcat port=18089 pid rps home=${2:-$JAVA_HOME}
     tomcat_base "$base" "$port" "${1:+setenv}"
-    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$JAVA_HOME JLIVE_LIB=$lib \
+    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$home JLIVE_LIB=$lib \
         JLIVE_OPTIONS="$1,control=off,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
     pid=$!
     for _ in $(seq 300); do
@@ -393,17 +393,31 @@ echo "   format=orca recording its concurrency events from start-up"
 tomcat_rounds=${TOMCAT_ROUNDS:-3}
 echo "   requests/s over 10 s after 10 s of warm-up, median of $tomcat_rounds interleaved rounds"
 tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,inline=off" "format=orca")
+# format=orca's target on JDK 25 too (JDK 17 answers GetObjectMonitorUsage at a safepoint).
+if [ -x "$JDK25/bin/java" ]; then
+    tomcat_setups+=("jdk25:" "jdk25:format=orca")
+fi
 declare -A rps
 started=$(cpu_times)
 for _ in $(seq "$tomcat_rounds"); do
     for i in "${!tomcat_setups[@]}"; do
-        rps[$i]+="$(tomcat_rps "${tomcat_setups[i]}")"$'\n'
+        case ${tomcat_setups[i]} in
+        jdk25:*) rps[$i]+="$(tomcat_rps "${tomcat_setups[i]#jdk25:}" "$JDK25")"$'\n' ;;
+        *) rps[$i]+="$(tomcat_rps "${tomcat_setups[i]}")"$'\n' ;;
+        esac
     done
 done
 plain=$(printf '%s' "${rps[0]}" | median)
 for i in "${!tomcat_setups[@]}"; do
     v=$(printf '%s' "${rps[$i]}" | median)
-    printf '%-46s %10.0f req/s %6.2fx\n' "${tomcat_setups[i]:-no agent}" "$v" "$(echo "$v / $plain" | bc -l)"
+    case ${tomcat_setups[i]} in
+    jdk25:) plain25=$v ;;
+    esac
+    base=$plain
+    case ${tomcat_setups[i]} in jdk25:*) base=${plain25:-$plain} ;; esac
+    name=${tomcat_setups[i]:-no agent}
+    [ "$name" = "jdk25:" ] && name="JDK 25, no agent"
+    printf '%-46s %10.0f req/s %6.2fx\n' "$name" "$v" "$(echo "$v / $base" | bc -l)"
 done
 echo "targets: paused >= 0.98x; format=orca >= 0.95x; its last log: $(cut -d: -f2- "$work/tomcat-orca-check.txt" 2>/dev/null)"
 stolen_since "$started"

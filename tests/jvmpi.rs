@@ -130,6 +130,7 @@ fn a_legacy_jvmpi_agent_sees_exactly_what_the_program_did() {
             ("monitor_traces", 1),
             ("fib_load", 1),
             ("fib_unload", 1),
+            ("reset_request", 0),
         ];
         for (key, want) in exact {
             assert_eq!(n(key), want, "{}: {} in\n{}", jdk.name, key, text);
@@ -164,6 +165,40 @@ fn a_legacy_jvmpi_agent_sees_exactly_what_the_program_did() {
 }
 
 #[test]
+fn jlive_ctl_dump_and_reset_reach_the_hosted_agent() {
+    let dir = scratch("jvmpi-ctl");
+    for jdk in jdks() {
+        let library = build_agent(&jdk, &dir, &source("tests/jvmpi/counter.c"));
+        let out = dir.join(format!("ctl-{}.txt", jdk.name));
+        let socket = dir.join(format!("{}.sock", jdk.name));
+        let options = format!(
+            "control={},jvmpi={}:out={}",
+            socket.display(),
+            library.display(),
+            out.display()
+        );
+        let d = Driven::start(&jdk, &options, "Phases");
+        assert!(ok(&socket, &["status"]).contains("hosting the JVMPI agent"));
+        assert_eq!(ok(&socket, &["dump"]), "ok DATA_DUMP_REQUEST sent");
+        assert_eq!(ok(&socket, &["reset"]), "ok DATA_RESET_REQUEST sent");
+        let (code, answer) = ctl(&socket, &["start"]);
+        assert_eq!(code, 1, "{}", answer);
+        assert!(answer.contains("unknown command 'start'"), "{}", answer);
+        d.quit();
+        let got = pairs(&std::fs::read_to_string(&out).unwrap());
+        assert_eq!(got.get("dump_request"), Some(&1), "{}: {:?}", jdk.name, got);
+        assert_eq!(
+            got.get("reset_request"),
+            Some(&1),
+            "{}: {:?}",
+            jdk.name,
+            got
+        );
+        assert_eq!(got.get("shutdown"), Some(&1), "{}: {:?}", jdk.name, got);
+    }
+}
+
+#[test]
 fn a_library_that_is_not_a_jvmpi_agent_or_bad_options_stop_the_jvm_with_one_line() {
     let dir = scratch("jvmpi-bad");
     let jdk = &jdks()[0];
@@ -176,7 +211,10 @@ fn a_library_that_is_not_a_jvmpi_agent_or_bad_options_stop_the_jvm_with_one_line
             format!("jvmpi={}", agent().display()),
             "has no JVM_OnLoad: not a JVMPI agent",
         ),
-        ("file=x.trc,jvmpi=/x/libp.so".to_string(), "only log= may"),
+        (
+            "file=x.trc,jvmpi=/x/libp.so".to_string(),
+            "only log=, control= and token= may",
+        ),
         ("jvmpi=".to_string(), "needs the agent library"),
     ];
     for (options, message) in cases {

@@ -32,6 +32,25 @@ pub fn split_spec(spec: &str) -> (&str, &str) {
     }
 }
 
+/// Functions the host runs at VM init (after JVM_INIT_DONE) and VM death (after
+/// JVM_SHUT_DOWN): libjlive.so's control socket.
+static ON_VM: std::sync::OnceLock<(fn(), fn())> = std::sync::OnceLock::new();
+
+pub fn on_vm(init: fn(), death: fn()) {
+    let _ = ON_VM.set((init, death));
+}
+
+pub(crate) fn vm_hooks() -> Option<(fn(), fn())> {
+    ON_VM.get().copied()
+}
+
+/// `jlive ctl dump` / `reset`: JVMPI_EVENT_DATA_DUMP_REQUEST (or DATA_RESET_REQUEST) to the
+/// agent, on the calling thread (attached to the JVM), if the agent enabled it.
+pub fn request_data(dump: bool) -> Result<String, String> {
+    let s = shim::get().ok_or("no JVMPI agent is hosted")?;
+    s.data_request(dump)
+}
+
 /// Hosts the JVMPI agent `spec` (`PATH[:OPTIONS]`; a bare name is looked for as
 /// `libNAME.so` in `library_path`, then as dlopen searches). Called from Agent_OnLoad with
 /// the JavaVM it received.

@@ -976,6 +976,9 @@ impl Shim {
                 },
             );
         }
+        if let Some((init, _)) = crate::vm_hooks() {
+            init();
+        }
     }
 
     /// SampledObjectAlloc at interval 0 samples every allocation only once a thread's
@@ -1010,6 +1013,42 @@ impl Shim {
                 },
             );
         }
+        if let Some((_, death)) = crate::vm_hooks() {
+            death();
+        }
+    }
+
+    /// DATA_DUMP_REQUEST (or DATA_RESET_REQUEST) on the calling thread, asked from outside.
+    pub fn data_request(&self, dump: bool) -> Result<String, String> {
+        let ev = if dump {
+            event::DATA_DUMP_REQUEST
+        } else {
+            event::DATA_RESET_REQUEST
+        };
+        let name = if dump {
+            "DATA_DUMP_REQUEST"
+        } else {
+            "DATA_RESET_REQUEST"
+        };
+        if !self.is_live() {
+            return Err("the JVM is not running".into());
+        }
+        if !self.on(ev) {
+            return Err(format!("the agent has not enabled {}", name));
+        }
+        let jni = self
+            .vm
+            .current_env()
+            .ok_or("this thread is not attached to the JVM")?;
+        self.thread(jni);
+        self.send(
+            jni.raw(),
+            ev,
+            EventData {
+                id: ptr::null_mut(),
+            },
+        );
+        Ok(format!("{} sent", name))
     }
 
     pub fn method(&self, jni: Jni<'_>, method: jmethodID, entry: bool) {

@@ -34,7 +34,7 @@ enum {
     C_TRACE_CALL_LINE, C_TRACE_CALLER_MAIN, C_METHOD_CLASS_OK, C_ID_ROUNDTRIP, C_STATUS_RUNNABLE,
     C_CPU_TIME, C_ENTRY2_WORK_NULL, C_EXIT_EXPECTED, C_METHODS_OFF, C_TOUCH_ANY, C_GREF_ALLOC, C_GREF_FREE, C_WREF_ALLOC, C_WREF_FREE,
     C_HEAP0_KEEP, C_HEAP2_OK, C_HEAP2_KEEP, C_HEAP2_SUM, C_HEAP2_LINKS, C_HEAP2_ARRAY, C_HEAP2_STICKY,
-    C_OBJDUMP_OK, C_MONITOR_KEPT, C_MONITOR_RAW, C_MONITOR_TRACES, C_FIB_LOAD, C_FIB_UNLOAD, C_LAST
+    C_OBJDUMP_OK, C_MONITOR_KEPT, C_MONITOR_RAW, C_MONITOR_TRACES, C_FIB_LOAD, C_FIB_UNLOAD, C_RESET_REQUEST, C_LAST
 };
 static const char *names[] = {
     "init", "shutdown", "arena", "class_load_legacy", "work_entry", "work_exit", "touch_receiver",
@@ -45,7 +45,7 @@ static const char *names[] = {
     "trace_call_line", "trace_caller_main", "method_class_ok", "id_roundtrip", "status_runnable",
     "cpu_time", "entry2_work_null", "exit_expected", "methods_off", "touch_any", "gref_alloc", "gref_free", "wref_alloc", "wref_free",
     "heap0_keep", "heap2_ok", "heap2_keep", "heap2_sum", "heap2_links", "heap2_array", "heap2_sticky",
-    "objdump_ok", "monitor_kept", "monitor_raw", "monitor_traces", "fib_load", "fib_unload"
+    "objdump_ok", "monitor_kept", "monitor_raw", "monitor_traces", "fib_load", "fib_unload", "reset_request"
 };
 static jobjectID fib_class;
 
@@ -501,6 +501,9 @@ static void notify(JVMPI_Event *e) {
         }
         break;
     }
+    case JVMPI_EVENT_DATA_RESET_REQUEST:
+        count(C_RESET_REQUEST);
+        break;
     case JVMPI_EVENT_HEAP_DUMP:
         if (e->event_type & JVMPI_REQUESTED_EVENT)
             read_heap(e->u.heap_dump.begin, e->u.heap_dump.end, e->u.heap_dump.dump_level);
@@ -529,6 +532,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         JVMPI_EVENT_MONITOR_CONTENDED_ENTERED, JVMPI_EVENT_DATA_DUMP_REQUEST,
         JVMPI_EVENT_COMPILED_METHOD_LOAD, JVMPI_EVENT_JNI_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_GLOBALREF_FREE,
         JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC, JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE, JVMPI_EVENT_CLASS_UNLOAD,
+        JVMPI_EVENT_DATA_RESET_REQUEST,
     };
     size_t i;
     FILE *src;
