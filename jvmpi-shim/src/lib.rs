@@ -34,13 +34,16 @@ pub fn split_spec(spec: &str) -> (&str, &str) {
 
 /// Functions the host runs at VM init (after JVM_INIT_DONE) and VM death (after
 /// JVM_SHUT_DOWN): libjlive.so's control socket.
-static ON_VM: std::sync::OnceLock<(fn(), fn())> = std::sync::OnceLock::new();
+static ON_VM: std::sync::OnceLock<VmHooks> = std::sync::OnceLock::new();
+
+/// (at VM init, at VM death).
+type VmHooks = (fn(), fn());
 
 pub fn on_vm(init: fn(), death: fn()) {
     let _ = ON_VM.set((init, death));
 }
 
-pub(crate) fn vm_hooks() -> Option<(fn(), fn())> {
+pub(crate) fn vm_hooks() -> Option<VmHooks> {
     ON_VM.get().copied()
 }
 
