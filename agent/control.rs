@@ -479,7 +479,12 @@ impl Client {
                     let _ = self.reply(b"error auth required\n");
                     return false;
                 }
-                if p.byte(jvmti, first) && !self.reply(&[9]) {
+                let answer: &[u8] = if p.byte(jvmti, first) {
+                    &[9]
+                } else {
+                    b"error one-byte commands are not served here\n"
+                };
+                if !self.reply(answer) {
                     return false;
                 }
                 continue;

@@ -9,6 +9,7 @@ use crate::log;
 use crate::options::Options;
 use parking_lot::Mutex;
 use std::sync::OnceLock;
+use std::thread::JoinHandle;
 
 /// Options that may come before `jvmpi=`.
 const ALLOWED: &[&str] = &["log", "control", "token"];
@@ -26,6 +27,8 @@ struct Host {
 static HOST: OnceLock<Host> = OnceLock::new();
 /// The control socket, bound at load (so that a failure stops the JVM), served from VM init.
 static LISTENER: Mutex<Option<Listener>> = Mutex::new(None);
+/// The control thread, joined at VM death.
+static CONTROL: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
 impl Driver for Host {
     fn vm(&self) -> Vm {
@@ -104,13 +107,18 @@ fn vm_init() {
     };
     let listener = LISTENER.lock().take();
     if listener.is_some() {
-        if let Err(e) = control::start(host, listener) {
-            log::warn(&format!("cannot start the control thread: {}", e));
+        match control::start(host, listener) {
+            Ok(handle) => *CONTROL.lock() = Some(handle),
+            Err(e) => log::warn(&format!("cannot start the control thread: {}", e)),
         }
     }
 }
 
-/// At VM death, after JVM_SHUT_DOWN.
+/// At VM death, before the last GC events and JVM_SHUT_DOWN: no command reaches the agent
+/// after them.
 fn vm_death() {
     control::stop();
+    if let Some(handle) = CONTROL.lock().take() {
+        let _ = handle.join();
+    }
 }

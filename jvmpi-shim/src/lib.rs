@@ -32,8 +32,8 @@ pub fn split_spec(spec: &str) -> (&str, &str) {
     }
 }
 
-/// Functions the host runs at VM init (after JVM_INIT_DONE) and VM death (after
-/// JVM_SHUT_DOWN): libjlive.so's control socket.
+/// Functions the host runs at VM init (after JVM_INIT_DONE) and VM death (before the last GC
+/// events and JVM_SHUT_DOWN): libjlive.so's control socket.
 static ON_VM: std::sync::OnceLock<VmHooks> = std::sync::OnceLock::new();
 
 /// (at VM init, at VM death).

@@ -43,6 +43,8 @@ const ANNOUNCED: i64 = 1;
 /// Tag bit 1: an object whose OBJECT_ALLOC went out (once, though HotSpot may post both
 /// VMObjectAlloc and SampledObjectAlloc for it); only these count as the heap's objects.
 const ALLOCATED: i64 = 2;
+/// Tag bit 2: a Class object (its free is a class unloaded, not an object freed).
+const CLASS_BIT: i64 = 4;
 
 static SHIM: OnceLock<Shim> = OnceLock::new();
 
@@ -109,6 +111,8 @@ struct GcQueue {
     reserved: u32,
     /// The GC thread has not ended.
     running: bool,
+    /// A batch is being delivered (one at a time: GC_START and GC_FINISH pair up).
+    delivering: bool,
 }
 
 pub struct Shim {
@@ -119,6 +123,8 @@ pub struct Shim {
     threads: Mutex<HashMap<usize, Arc<ThreadSlot>>>,
     /// Classes whose CLASS_LOAD is being delivered, by the thread delivering it.
     announcing: Mutex<HashMap<u64, usize>>,
+    /// Held while a class gets its ID (no GC or ObjectFree callback takes it).
+    class_tags: Mutex<()>,
     announced: Condvar,
     kinds: Mutex<HashMap<u64, (jint, u64)>>,
     lines: Mutex<HashMap<usize, LineTable>>,
@@ -237,9 +243,9 @@ impl ClassLoadData {
 }
 
 /// The tags an object of this ID may carry (its flag bits set or not).
-pub fn tag_variants(id: u64) -> [i64; 4] {
+pub fn tag_variants(id: u64) -> [i64; 8] {
     let t = id as i64;
-    [t, t | ANNOUNCED, t | ALLOCATED, t | ANNOUNCED | ALLOCATED]
+    std::array::from_fn(|flags| t | flags as i64)
 }
 
 pub fn id_ptr(id: u64) -> JobjectId {
@@ -277,6 +283,7 @@ impl Shim {
             next_id: AtomicU64::new(1),
             threads: Mutex::new(HashMap::new()),
             announcing: Mutex::new(HashMap::new()),
+            class_tags: Mutex::new(()),
             announced: Condvar::new(),
             kinds: Mutex::new(HashMap::new()),
             lines: Mutex::new(HashMap::new()),
@@ -544,15 +551,16 @@ impl Shim {
         let me = crate::monitor::thread_token();
         let deadline = Instant::now() + Duration::from_secs(1);
         let id = loop {
-            let tag = self.jvmti.tag(class).unwrap_or(0);
-            if tag & ANNOUNCED != 0 {
+            let tag = self.class_tag(class);
+            if tag & ANNOUNCED != 0 || tag == 0 {
                 return (tag & !7) as u64;
             }
-            let id = if tag == 0 {
-                self.object_id(class)
-            } else {
-                (tag & !7) as u64
-            };
+            let id = (tag & !7) as u64;
+            // Told only when CLASS_LOAD is on, and never from the shim's own threads: a class
+            // seen before stays unannounced until the agent would get its CLASS_LOAD.
+            if !self.on(event::CLASS_LOAD) || Self::own_thread() {
+                return id;
+            }
             // A class loaded but not yet linked (the element class of a new array, say) has
             // no methods to describe yet: its CLASS_LOAD waits for ClassPrepare.
             let ready = jvmti::CLASS_STATUS_PREPARED
@@ -575,15 +583,41 @@ impl Shim {
                 }
             }
         };
-        if self.on(event::CLASS_LOAD) && !Self::own_thread() {
-            if let Some(data) = self.class_load_data(jni, class, id) {
-                self.send(jni.raw(), event::CLASS_LOAD, data.event());
+        // The entry goes even if the agent's handler panics through us.
+        struct Announcing<'a>(&'a Shim, u64);
+        impl Drop for Announcing<'_> {
+            fn drop(&mut self) {
+                self.0.announcing.lock().remove(&self.1);
+                self.0.announced.notify_all();
             }
         }
-        let _ = self.jvmti.set_tag(class, id as i64 | ANNOUNCED);
-        self.announcing.lock().remove(&id);
-        self.announced.notify_all();
+        let _announcing = Announcing(self, id);
+        if let Some(data) = self.class_load_data(jni, class, id) {
+            self.send(jni.raw(), event::CLASS_LOAD, data.event());
+        }
+        let tag = self.jvmti.tag(class).unwrap_or(id as i64 | CLASS_BIT);
+        let _ = self.jvmti.set_tag(class, tag | ANNOUNCED);
         id
+    }
+
+    /// A Class object's tag, the class bit set; given its ID now if it has none (one thread
+    /// at a time, so that a class never gets two IDs). 0 if JVMTI fails.
+    fn class_tag(&self, class: jclass) -> i64 {
+        let tag = self.jvmti.tag(class).unwrap_or(0);
+        if tag != 0 && tag & CLASS_BIT != 0 {
+            return tag;
+        }
+        let _one = self.class_tags.lock();
+        let tag = self.jvmti.tag(class).unwrap_or(0);
+        let tag = if tag == 0 {
+            self.new_id() as i64 | CLASS_BIT
+        } else {
+            tag | CLASS_BIT
+        };
+        match self.jvmti.set_tag(class, tag) {
+            Ok(()) => tag,
+            Err(_) => 0,
+        }
     }
 
     fn class_load_data(&self, jni: Jni<'_>, class: jclass, id: u64) -> Option<ClassLoadData> {
@@ -952,7 +986,7 @@ impl Shim {
         }
         let vm = self.vm;
         self.gc.lock().running = true;
-        let _ = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("jlive JVMPI GC".into())
             .spawn(move || {
                 OWN.with(|o| o.set(true));
@@ -964,9 +998,15 @@ impl Shim {
                         self.gc_thread(jni);
                         vm.detach_current();
                     }
-                    None => self.gc.lock().running = false,
+                    None => {
+                        self.gc.lock().running = false;
+                        self.gc_delivered.notify_all();
+                    }
                 }
             });
+        if spawned.is_err() {
+            self.gc.lock().running = false;
+        }
         if self.on(event::JVM_INIT_DONE) {
             self.send(
                 jni.raw(),
@@ -993,14 +1033,16 @@ impl Shim {
     pub fn vm_death(&self, jni: Jni<'_>) {
         self.dead.store(true, Ordering::Release);
         self.gc_signal.notify_all();
-        {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let mut q = self.gc.lock();
-            while q.running && !self.gc_delivered.wait_until(&mut q, deadline).timed_out() {}
+        // The host's control thread first: no `jlive ctl dump` after this.
+        if let Some((_, death)) = crate::vm_hooks() {
+            death();
         }
+        self.wait_gc(Duration::from_secs(10), |q| {
+            !q.running && q.reserved == 0 && !q.delivering
+        });
         if self.gc_events() {
             if let Some(freed) = self.claim_batch(true) {
-                self.deliver_batch(jni, freed);
+                self.deliver_claimed(jni, freed);
             }
         }
         if self.on(event::JVM_SHUT_DOWN) {
@@ -1012,9 +1054,6 @@ impl Shim {
                     id: ptr::null_mut(),
                 },
             );
-        }
-        if let Some((_, death)) = crate::vm_hooks() {
-            death();
         }
     }
 
@@ -1031,7 +1070,7 @@ impl Shim {
             "DATA_RESET_REQUEST"
         };
         if !self.is_live() {
-            return Err("the JVM is not running".into());
+            return Err("the JVM is not running (or is shutting down)".into());
         }
         if !self.on(ev) {
             return Err(format!("the agent has not enabled {}", name));
@@ -1273,8 +1312,11 @@ impl Shim {
                 }
             }
             self.settle();
+            if self.gc.lock().reserved > 0 {
+                continue;
+            }
             if let Some(freed) = self.claim_batch(false) {
-                self.deliver_batch(jni, freed);
+                self.deliver_claimed(jni, freed);
             }
         }
         self.gc.lock().running = false;
@@ -1302,21 +1344,49 @@ impl Shim {
     /// unless `anyway`).
     fn claim_batch(&self, anyway: bool) -> Option<Vec<i64>> {
         let mut q = self.gc.lock();
+        if q.delivering || (self.dead.load(Ordering::Acquire) && !anyway) {
+            return None;
+        }
         if q.collections == q.delivered && (!anyway || q.freed.is_empty()) {
             return None;
         }
         q.delivered = q.collections;
+        q.delivering = true;
         Some(std::mem::take(&mut q.freed))
+    }
+
+    /// Delivers a claimed batch, then lets the next one go.
+    fn deliver_claimed(&self, jni: Jni<'_>, freed: Vec<i64>) {
+        struct Done<'a>(&'a Shim);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.gc.lock().delivering = false;
+                self.0.gc_delivered.notify_all();
+            }
+        }
+        let _done = Done(self);
+        self.deliver_batch(jni, freed);
+    }
+
+    /// Waits (up to `limit`) until `done` holds of the queue.
+    fn wait_gc(&self, limit: Duration, done: impl Fn(&GcQueue) -> bool) {
+        let deadline = Instant::now() + limit;
+        let mut q = self.gc.lock();
+        while !done(&q) {
+            if self.gc_delivered.wait_until(&mut q, deadline).timed_out() {
+                return;
+            }
+        }
     }
 
     /// GC_START, the OBJECT_FREEs, GC_FINISH, then CLASS_UNLOAD for the classes that went,
     /// on the calling thread, holding no lock.
     fn deliver_batch(&self, jni: Jni<'_>, freed: Vec<i64>) {
-        let (classes, objects): (Vec<i64>, Vec<i64>) =
-            freed.into_iter().partition(|t| t & ANNOUNCED != 0);
-        let allocated = objects.iter().filter(|&&t| t & ALLOCATED != 0).count();
+        let allocated = freed.iter().filter(|&&t| t & ALLOCATED != 0).count();
         self.known_objects
             .fetch_sub(allocated as i64, Ordering::Relaxed);
+        let (classes, objects): (Vec<i64>, Vec<i64>) =
+            freed.into_iter().partition(|t| t & CLASS_BIT != 0);
         let nothing = || EventData {
             id: ptr::null_mut(),
         };
@@ -1344,7 +1414,8 @@ impl Shim {
             );
         }
         if self.on(event::CLASS_UNLOAD) {
-            for tag in classes {
+            // Only the classes whose CLASS_LOAD the agent got.
+            for tag in classes.into_iter().filter(|t| t & ANNOUNCED != 0) {
                 let id = (tag & !7) as u64;
                 self.send(jni.raw(), event::CLASS_UNLOAD, EventData { id: id_ptr(id) });
             }
@@ -1374,13 +1445,24 @@ impl Shim {
             return;
         }
         self.gc.lock().reserved += 1;
+        struct Reserved<'a>(&'a Shim);
+        impl Drop for Reserved<'_> {
+            fn drop(&mut self) {
+                self.0.gc.lock().reserved -= 1;
+                self.0.gc_signal.notify_all();
+                self.0.gc_delivered.notify_all();
+            }
+        }
+        let _reserved = Reserved(self);
+        // A batch the GC thread is delivering goes first (not when this is that thread: it
+        // would wait for itself).
+        if !Self::own_thread() {
+            self.wait_gc(Duration::from_secs(10), |q| !q.delivering);
+        }
         let _ = self.jvmti.force_garbage_collection();
         self.settle();
-        let batch = self.claim_batch(false);
-        self.gc.lock().reserved -= 1;
-        self.gc_signal.notify_all();
-        if let Some(freed) = batch {
-            self.deliver_batch(jni, freed);
+        if let Some(freed) = self.claim_batch(false) {
+            self.deliver_claimed(jni, freed);
         }
     }
 
