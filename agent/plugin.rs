@@ -143,23 +143,14 @@ fn quiesce() {
 /// Where a library name leads: a path as it is; `trace` → `libtrace.so` in a directory of
 /// `java.library.path`, else as dlopen searches (LD_LIBRARY_PATH).
 fn locate(jvmti: Jvmti, name: &str) -> String {
-    if name.contains('/') {
-        return name.to_string();
-    }
-    let file = if name.ends_with(".so") {
-        name.to_string()
-    } else {
-        format!("lib{}.so", name)
-    };
-    let dirs = jvmti
+    let dirs: Vec<String> = jvmti
         .system_property("java.library.path")
-        .unwrap_or_default();
-    dirs.split(':')
+        .unwrap_or_default()
+        .split(':')
         .filter(|d| !d.is_empty())
-        .map(|d| std::path::Path::new(d).join(&file))
-        .find(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .unwrap_or(file)
+        .map(String::from)
+        .collect();
+    crate::ffi::os::locate_library(name, &dirs)
 }
 
 /// Opens a library (or finds it opened before) and checks its entry points.

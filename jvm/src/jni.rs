@@ -567,39 +567,20 @@ impl<'cb> Jni<'cb> {
                 }
             }};
         }
+        macro_rules! primitive {
+            ($inst:ident, $stat:ident) => {
+                FieldValue::Bytes(get!($inst, $stat).to_be_bytes().to_vec())
+            };
+        }
         let v = match descriptor {
-            b'Z' => FieldValue::Bytes(vec![get!(GetBooleanField, GetStaticBooleanField)]),
-            b'B' => FieldValue::Bytes(
-                get!(GetByteField, GetStaticByteField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
-            b'C' => FieldValue::Bytes(
-                get!(GetCharField, GetStaticCharField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
-            b'S' => FieldValue::Bytes(
-                get!(GetShortField, GetStaticShortField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
-            b'I' => FieldValue::Bytes(get!(GetIntField, GetStaticIntField).to_be_bytes().to_vec()),
-            b'J' => FieldValue::Bytes(
-                get!(GetLongField, GetStaticLongField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
-            b'F' => FieldValue::Bytes(
-                get!(GetFloatField, GetStaticFloatField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
-            b'D' => FieldValue::Bytes(
-                get!(GetDoubleField, GetStaticDoubleField)
-                    .to_be_bytes()
-                    .to_vec(),
-            ),
+            b'Z' => primitive!(GetBooleanField, GetStaticBooleanField),
+            b'B' => primitive!(GetByteField, GetStaticByteField),
+            b'C' => primitive!(GetCharField, GetStaticCharField),
+            b'S' => primitive!(GetShortField, GetStaticShortField),
+            b'I' => primitive!(GetIntField, GetStaticIntField),
+            b'J' => primitive!(GetLongField, GetStaticLongField),
+            b'F' => primitive!(GetFloatField, GetStaticFloatField),
+            b'D' => primitive!(GetDoubleField, GetStaticDoubleField),
             b'L' | b'[' => FieldValue::Object(get!(GetObjectField, GetStaticObjectField)),
             _ => return None,
         };

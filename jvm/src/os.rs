@@ -3,6 +3,24 @@
 
 use std::os::fd::RawFd;
 
+/// Where a native library name leads: a path (with `/`) as it is; `NAME` → `libNAME.so`
+/// (`NAME.so` as it is) in the first of `dirs` that holds it, else the file name alone, for
+/// dlopen to search (LD_LIBRARY_PATH).
+pub fn locate_library(name: &str, dirs: &[String]) -> String {
+    if name.contains('/') {
+        return name.to_string();
+    }
+    let file = if name.ends_with(".so") {
+        name.to_string()
+    } else {
+        format!("lib{}.so", name)
+    };
+    dirs.iter()
+        .map(|d| std::path::Path::new(d).join(&file))
+        .find(|p| p.is_file())
+        .map_or(file, |p| p.display().to_string())
+}
+
 /// CPU time the calling thread has used, in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
 pub fn thread_cpu_time() -> i64 {
     let mut t = libc::timespec {
@@ -202,7 +220,7 @@ fn empty_dl_info() -> libc::Dl_info {
 
 #[cfg(test)]
 mod tests {
-    use super::in_static_tls;
+    use super::{in_static_tls, locate_library};
 
     thread_local!(static MINE: u64 = const { 7 });
 
@@ -216,5 +234,20 @@ mod tests {
         assert_eq!(std::thread::spawn(mine).join().unwrap(), Some(true));
         let heap = Box::new(7u64);
         assert_eq!(in_static_tls(&*heap as *const u64 as usize), Some(false));
+    }
+
+    #[test]
+    fn a_bare_name_is_looked_for_in_the_library_path() {
+        let dir = std::env::temp_dir().join(format!("jlive-locate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("libprof.so"), b"").unwrap();
+        let path = vec!["/nonexistent".to_string(), dir.display().to_string()];
+        assert_eq!(
+            locate_library("prof", &path),
+            dir.join("libprof.so").display().to_string()
+        );
+        assert_eq!(locate_library("other", &path), "libother.so");
+        assert_eq!(locate_library("/a/b.so", &path), "/a/b.so");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

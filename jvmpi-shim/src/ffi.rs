@@ -193,9 +193,12 @@ struct RefFunctions {
 
 static REF_FUNCTIONS: OnceLock<RefFunctions> = OnceLock::new();
 
-/// Whether a global reference made or deleted now is the program's (or the agent's).
-fn reported(env: *mut JNIEnv) -> bool {
-    !env.is_null() && INSIDE.with(|i| i.get()) == 0
+/// Tells the agent of a global reference made or about to be deleted, if it is the program's
+/// (or the agent's own), not one the shim makes for itself.
+fn report(env: *mut JNIEnv, reference: jobject, ev: jint) {
+    if !env.is_null() && !reference.is_null() && INSIDE.with(|i| i.get()) == 0 {
+        with_shim((), |s| s.global_ref(env, ev, reference));
+    }
 }
 
 unsafe extern "system" fn new_global_ref(env: *mut JNIEnv, object: jobject) -> jobject {
@@ -204,25 +207,16 @@ unsafe extern "system" fn new_global_ref(env: *mut JNIEnv, object: jobject) -> j
     };
     // SAFETY: the JVM's NewGlobalRef with the caller's own arguments.
     let r = unsafe { (f.new_global)(env, object) };
-    if !r.is_null() && reported(env) {
-        with_shim((), |s| {
-            s.global_ref(env, abi::event::JNI_GLOBALREF_ALLOC, r)
-        });
-    }
+    report(env, r, abi::event::JNI_GLOBALREF_ALLOC);
     r
 }
 
 unsafe extern "system" fn delete_global_ref(env: *mut JNIEnv, reference: jobject) {
-    let Some(f) = REF_FUNCTIONS.get() else {
-        return;
-    };
-    if !reference.is_null() && reported(env) {
-        with_shim((), |s| {
-            s.global_ref(env, abi::event::JNI_GLOBALREF_FREE, reference)
-        });
+    if let Some(f) = REF_FUNCTIONS.get() {
+        report(env, reference, abi::event::JNI_GLOBALREF_FREE);
+        // SAFETY: the JVM's DeleteGlobalRef with the caller's own arguments.
+        unsafe { (f.delete_global)(env, reference) }
     }
-    // SAFETY: the JVM's DeleteGlobalRef with the caller's own arguments.
-    unsafe { (f.delete_global)(env, reference) }
 }
 
 unsafe extern "system" fn new_weak_global_ref(env: *mut JNIEnv, object: jobject) -> jobject {
@@ -231,25 +225,16 @@ unsafe extern "system" fn new_weak_global_ref(env: *mut JNIEnv, object: jobject)
     };
     // SAFETY: the JVM's NewWeakGlobalRef with the caller's own arguments.
     let r = unsafe { (f.new_weak)(env, object) };
-    if !r.is_null() && reported(env) {
-        with_shim((), |s| {
-            s.global_ref(env, abi::event::JNI_WEAK_GLOBALREF_ALLOC, r)
-        });
-    }
+    report(env, r, abi::event::JNI_WEAK_GLOBALREF_ALLOC);
     r
 }
 
 unsafe extern "system" fn delete_weak_global_ref(env: *mut JNIEnv, reference: jobject) {
-    let Some(f) = REF_FUNCTIONS.get() else {
-        return;
-    };
-    if !reference.is_null() && reported(env) {
-        with_shim((), |s| {
-            s.global_ref(env, abi::event::JNI_WEAK_GLOBALREF_FREE, reference)
-        });
+    if let Some(f) = REF_FUNCTIONS.get() {
+        report(env, reference, abi::event::JNI_WEAK_GLOBALREF_FREE);
+        // SAFETY: the JVM's DeleteWeakGlobalRef with the caller's own arguments.
+        unsafe { (f.delete_weak)(env, reference) }
     }
-    // SAFETY: the JVM's DeleteWeakGlobalRef with the caller's own arguments.
-    unsafe { (f.delete_weak)(env, reference) }
 }
 
 /// Replaces, for every thread, JNI's GetJavaVM with [`get_java_vm`] and the four global

@@ -62,27 +62,9 @@ pub fn host(vm: Vm, spec: &str, library_path: &[String]) -> Result<(), String> {
     if path.is_empty() {
         return Err("jvmpi= needs the agent library: jvmpi=/path/libagent.so[:OPTIONS]".into());
     }
-    let path = locate(path, library_path);
+    let path = jlive_jvm::os::locate_library(path, library_path);
     shim::Shim::install(vm)?;
     ffi::load_agent(vm.raw(), &path, options)
-}
-
-/// A name without `/` is looked for as `libNAME.so` (or NAME if it ends in .so) in the
-/// library path (the JVM's library directory first, as -Xrun did), else left to dlopen.
-fn locate(name: &str, library_path: &[String]) -> String {
-    if name.contains('/') {
-        return name.to_string();
-    }
-    let file = if name.ends_with(".so") {
-        name.to_string()
-    } else {
-        format!("lib{}.so", name)
-    };
-    library_path
-        .iter()
-        .map(|d| std::path::Path::new(d).join(&file))
-        .find(|p| p.is_file())
-        .map_or(file, |p| p.display().to_string())
 }
 
 #[cfg(test)]
@@ -102,20 +84,5 @@ mod tests {
             split_spec("/x/libp.so:out=/tmp/a.so:b,src=/y"),
             ("/x/libp.so", "out=/tmp/a.so:b,src=/y")
         );
-    }
-
-    #[test]
-    fn a_bare_name_is_looked_for_in_the_library_path() {
-        let dir = std::env::temp_dir().join(format!("jvmpi-locate-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("libprof.so"), b"").unwrap();
-        let path = vec!["/nonexistent".to_string(), dir.display().to_string()];
-        assert_eq!(
-            locate("prof", &path),
-            dir.join("libprof.so").display().to_string()
-        );
-        assert_eq!(locate("other", &path), "libother.so");
-        assert_eq!(locate("/a/b.so", &path), "/a/b.so");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
