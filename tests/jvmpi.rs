@@ -19,7 +19,8 @@ fn source(path: &str) -> PathBuf {
 
 /// Builds a JVMPI agent from C with gcc, against the JDK's jni.h and the shim's jvmpi.h.
 fn build_agent(jdk: &Jdk, dir: &Path, source: &Path) -> PathBuf {
-    let out = dir.join(format!("libcounter-{}.so", jdk.name));
+    let stem = source.file_stem().unwrap().to_string_lossy();
+    let out = dir.join(format!("lib{}-{}.so", stem, jdk.name));
     let include = jdk.home.join("include");
     let status = Command::new("gcc")
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
@@ -195,6 +196,45 @@ fn jlive_ctl_dump_and_reset_reach_the_hosted_agent() {
             got
         );
         assert_eq!(got.get("shutdown"), Some(&1), "{}: {:?}", jdk.name, got);
+    }
+}
+
+#[test]
+fn an_agent_suspends_and_traces_a_running_thread_and_profiler_exit_ends_the_jvm() {
+    let dir = scratch("jvmpi-exit");
+    for jdk in jdks() {
+        let library = build_agent(&jdk, &dir, &source("tests/jvmpi/exit.c"));
+        let mut c = Command::new(jdk.java());
+        c.arg(format!(
+            "-agentpath:{}=jvmpi={}",
+            agent().display(),
+            library.display()
+        ))
+        .arg("-cp")
+        .arg(classes())
+        .arg("Endless");
+        let r = run(c);
+        assert_eq!(r.code, Some(7), "{}: {}", jdk.name, r.stderr);
+        let line = r
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("exit-agent: frames="))
+            .unwrap_or_else(|| panic!("{}: {}", jdk.name, r.stderr));
+        let got: BTreeMap<&str, i64> = line["exit-agent: ".len()..]
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k, v.parse().unwrap()))
+            .collect();
+        assert!(got["frames"] >= 1, "{}: main's stack: {}", jdk.name, line);
+        assert_eq!(got["status"], 1, "{}: RUNNABLE: {}", jdk.name, line);
+        assert_eq!(got["has_run"], 1, "{}: {}", jdk.name, line);
+        assert_eq!(got["list"], 0, "{}: {}", jdk.name, line);
+        assert!(
+            r.stderr.contains("exit-agent: shutdown"),
+            "{}: {}",
+            jdk.name,
+            r.stderr
+        );
     }
 }
 

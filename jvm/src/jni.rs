@@ -471,14 +471,13 @@ impl<'cb> Jni<'cb> {
         }
     }
 
-    /// `Runtime.getRuntime()`'s (totalMemory(), freeMemory()), in bytes.
-    pub fn heap_memory(&self) -> Option<(i64, i64)> {
-        let _frame = self.local_frame(8);
+    /// `Runtime.getRuntime()` and a method of it (a local frame must be open), or None.
+    fn runtime_method(&self, name: &CStr, sig: &CStr) -> Option<(jobject, jmethodID)> {
+        let env = self.env;
         // SAFETY: env is the calling thread's; names and signatures are NUL-terminated and
-        // match java.lang.Runtime's public methods; results are checked and exceptions cleared.
-        let got = unsafe {
+        // match java.lang.Runtime's public methods; each result is checked for null.
+        let found = unsafe {
             (|| {
-                let env = self.env;
                 let runtime = ((**env).FindClass?)(env, c"java/lang/Runtime".as_ptr());
                 if runtime.is_null() {
                     return None;
@@ -489,17 +488,27 @@ impl<'cb> Jni<'cb> {
                     c"getRuntime".as_ptr(),
                     c"()Ljava/lang/Runtime;".as_ptr(),
                 );
-                let total =
-                    ((**env).GetMethodID?)(env, runtime, c"totalMemory".as_ptr(), c"()J".as_ptr());
-                let free =
-                    ((**env).GetMethodID?)(env, runtime, c"freeMemory".as_ptr(), c"()J".as_ptr());
-                if get.is_null() || total.is_null() || free.is_null() {
+                let method = ((**env).GetMethodID?)(env, runtime, name.as_ptr(), sig.as_ptr());
+                if get.is_null() || method.is_null() {
                     return None;
                 }
                 let r = ((**env).CallStaticObjectMethodA?)(env, runtime, get, ptr::null());
-                if r.is_null() {
-                    return None;
-                }
+                (!r.is_null()).then_some((r, method))
+            })()
+        };
+        self.clear_exception();
+        found
+    }
+
+    /// `Runtime.getRuntime()`'s (totalMemory(), freeMemory()), in bytes.
+    pub fn heap_memory(&self) -> Option<(i64, i64)> {
+        let _frame = self.local_frame(8);
+        let (r, total) = self.runtime_method(c"totalMemory", c"()J")?;
+        let (_, free) = self.runtime_method(c"freeMemory", c"()J")?;
+        let env = self.env;
+        // SAFETY: r is the Runtime, total and free its ()J methods.
+        let got = unsafe {
+            (|| {
                 let t = ((**env).CallLongMethodA?)(env, r, total, ptr::null());
                 let f = ((**env).CallLongMethodA?)(env, r, free, ptr::null());
                 Some((t, f))
@@ -513,33 +522,16 @@ impl<'cb> Jni<'cb> {
     /// running shutdown hooks. Returns only if the call could not be made.
     pub fn halt(&self, code: jint) {
         let _frame = self.local_frame(8);
-        // SAFETY: env is the calling thread's; names and signatures match java.lang.Runtime.
-        unsafe {
-            (|| {
-                let env = self.env;
-                let runtime = ((**env).FindClass?)(env, c"java/lang/Runtime".as_ptr());
-                if runtime.is_null() {
-                    return None;
-                }
-                let get = ((**env).GetStaticMethodID?)(
-                    env,
-                    runtime,
-                    c"getRuntime".as_ptr(),
-                    c"()Ljava/lang/Runtime;".as_ptr(),
-                );
-                let halt = ((**env).GetMethodID?)(env, runtime, c"halt".as_ptr(), c"(I)V".as_ptr());
-                if get.is_null() || halt.is_null() {
-                    return None;
-                }
-                let r = ((**env).CallStaticObjectMethodA?)(env, runtime, get, ptr::null());
-                if r.is_null() {
-                    return None;
-                }
-                let args = [jvalue { i: code }];
-                ((**env).CallVoidMethodA?)(env, r, halt, args.as_ptr());
-                Some(())
-            })()
+        let Some((r, halt)) = self.runtime_method(c"halt", c"(I)V") else {
+            return;
         };
+        let args = [jvalue { i: code }];
+        // SAFETY: r is the Runtime, halt its (I)V method, args one int.
+        unsafe {
+            if let Some(call) = (**self.env).CallVoidMethodA {
+                call(self.env, r, halt, args.as_ptr());
+            }
+        }
         self.clear_exception();
     }
 
