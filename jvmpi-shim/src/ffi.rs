@@ -686,7 +686,7 @@ unsafe extern "C" fn thread_start(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobje
     guarded((), || {
         if let Some((s, jni)) = shim_and_jni(jni) {
             if !Shim::own_thread() {
-                s.thread(jni);
+                s.thread_started(jni);
             }
         }
     })
@@ -726,7 +726,7 @@ unsafe extern "C" fn class_file_load_hook(
         }
         if let Some(jni) = Jni::from_callback(jni) {
             if s.is_live() {
-                s.thread(jni);
+                let _ = s.thread(jni);
             }
         }
         let mut e = Event {

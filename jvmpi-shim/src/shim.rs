@@ -88,6 +88,8 @@ impl ThreadSlot {
 thread_local! {
     /// The JNIEnv this thread was registered with (0: not yet).
     static REGISTERED: Cell<usize> = const { Cell::new(0) };
+    /// The JNIEnv this thread had when its THREAD_END went out (0: none).
+    static ENDED: Cell<usize> = const { Cell::new(0) };
     /// The slot of this thread, for the agent's thread-local word without a lock.
     static SLOT: Cell<*const ThreadSlot> = const { Cell::new(ptr::null()) };
     /// The shim's own threads: no event of theirs reaches the agent.
@@ -690,17 +692,32 @@ impl Shim {
     // ---- threads ----
 
     /// Registers the calling thread on its first event (THREAD_START goes out then).
-    pub fn thread(&self, jni: Jni<'_>) {
+    ///
+    /// False for a thread whose THREAD_END went out: HotSpot still runs its code after
+    /// ThreadEnd (Thread.join's notify, a contended lock on the Thread object), and those
+    /// events are not the agent's (its JNIEnv* is no thread any more).
+    pub fn thread(&self, jni: Jni<'_>) -> bool {
         let env = jni.raw() as usize;
         if REGISTERED.with(|r| r.get()) == env {
-            return;
+            return true;
+        }
+        if ENDED.with(|e| e.get()) == env {
+            return false;
         }
         // Before VM init (the start phase) a thread cannot be described yet; the main thread
         // is registered at VM init, the others as they start.
         if !self.live.load(Ordering::Acquire) {
-            return;
+            return true;
         }
         self.register(jni);
+        true
+    }
+
+    /// JVMTI ThreadStart: a thread starts (or attaches) on this JNIEnv, even one that ended
+    /// before on it (the main thread becomes "DestroyJavaVM").
+    pub fn thread_started(&self, jni: Jni<'_>) {
+        ENDED.with(|e| e.set(0));
+        self.thread(jni);
     }
 
     fn register(&self, jni: Jni<'_>) {
@@ -807,6 +824,7 @@ impl Shim {
         let slot = self.threads.lock().remove(&env);
         drop(slot);
         REGISTERED.with(|r| r.set(0));
+        ENDED.with(|e| e.set(env));
         SLOT.with(|s| s.set(ptr::null()));
     }
 
@@ -1094,7 +1112,9 @@ impl Shim {
         if Self::own_thread() {
             return;
         }
-        self.thread(jni);
+        if !self.thread(jni) {
+            return;
+        }
         if !entry {
             if self.on(event::METHOD_EXIT) {
                 self.send(
@@ -1146,7 +1166,9 @@ impl Shim {
         if Self::own_thread() {
             return;
         }
-        self.thread(jni);
+        if !self.thread(jni) {
+            return;
+        }
         self.class_id(jni, class);
     }
 
@@ -1187,7 +1209,9 @@ impl Shim {
         if Self::own_thread() {
             return;
         }
-        self.thread(jni);
+        if !self.thread(jni) {
+            return;
+        }
         let (kind, class_id) = self.kind_of(jni, class);
         let id = self.object_id(object);
         if requested == 0 {
@@ -1217,7 +1241,9 @@ impl Shim {
         if Self::own_thread() || !self.on(ev) {
             return;
         }
-        self.thread(jni);
+        if !self.thread(jni) {
+            return;
+        }
         let id = self.object_id(object);
         let u = match ev {
             event::MONITOR_WAIT => {
@@ -1256,7 +1282,9 @@ impl Shim {
         let Some(jni) = Jni::from_callback(env) else {
             return;
         };
-        self.thread(jni);
+        if !self.thread(jni) {
+            return;
+        }
         let u = match ev {
             event::JNI_GLOBALREF_ALLOC | event::JNI_WEAK_GLOBALREF_ALLOC => EventData {
                 globalref_alloc: abi::GlobalRefAlloc {
