@@ -33,6 +33,7 @@ use jlive_jvm::jvmti::cap;
 use jni_sys::{jclass, jint, jobject, JNIEnv};
 use std::collections::HashMap;
 use std::ffi::c_char;
+use std::rc::Rc;
 
 /// The deepest stack a dump's traces carry.
 const TRACE_DEPTH: usize = 64;
@@ -81,6 +82,52 @@ fn fields(s: &Shim, class: jclass) -> Vec<(jni_sys::jfieldID, u8, bool)> {
         .collect()
 }
 
+/// A class's fields as a dump reads them: its instances' (its own, then its superclass's, ...)
+/// and its statics, each (field ID, descriptor's first byte).
+struct Layout {
+    instance: Vec<(jni_sys::jfieldID, u8)>,
+    statics: Vec<(jni_sys::jfieldID, u8)>,
+    /// An instance's field bytes, as INSTANCE_DUMP counts them.
+    instance_size: u32,
+}
+
+/// The layouts of the classes one dump has met, each asked of JVMTI once.
+#[derive(Default)]
+struct Layouts(HashMap<u64, Rc<Layout>>);
+
+impl Layouts {
+    fn of(&mut self, s: &Shim, jni: Jni<'_>, class: jclass) -> Rc<Layout> {
+        let id = s.class_id(jni, class);
+        if let Some(l) = self.0.get(&id) {
+            return l.clone();
+        }
+        let statics = fields(s, class)
+            .into_iter()
+            .filter(|f| f.2)
+            .map(|(f, d, _)| (f, d))
+            .collect();
+        let mut instance = Vec::new();
+        let mut c = Some(class);
+        while let Some(k) = c {
+            instance.extend(
+                fields(s, k)
+                    .into_iter()
+                    .filter(|f| !f.2)
+                    .map(|(f, d, _)| (f, d)),
+            );
+            c = jni.superclass(k);
+        }
+        let instance_size = instance.iter().map(|f| value_size(f.1)).sum();
+        let layout = Rc::new(Layout {
+            instance,
+            statics,
+            instance_size,
+        });
+        self.0.insert(id, layout.clone());
+        layout
+    }
+}
+
 /// Writes one value (a primitive only at level 2).
 fn value(s: &Shim, jni: Jni<'_>, out: &mut Out, v: FieldValue, level: jint) {
     match v {
@@ -97,7 +144,15 @@ fn value(s: &Shim, jni: Jni<'_>, out: &mut Out, v: FieldValue, level: jint) {
 }
 
 /// The dump record of one object (class, instance or array).
-fn record(s: &Shim, jni: Jni<'_>, object: jobject, id: u64, level: jint, out: &mut Out) -> bool {
+fn record(
+    s: &Shim,
+    jni: Jni<'_>,
+    layouts: &mut Layouts,
+    object: jobject,
+    id: u64,
+    level: jint,
+    out: &mut Out,
+) -> bool {
     let _frame = jni.local_frame(32);
     let Some(class) = jni.object_class(object) else {
         return false;
@@ -117,7 +172,7 @@ fn record(s: &Shim, jni: Jni<'_>, object: jobject, id: u64, level: jint, out: &m
         if !linked {
             return false;
         }
-        return class_dump(s, jni, object as jclass, level, out);
+        return class_dump(s, jni, layouts, object as jclass, level, out);
     }
     if let Some(element) = signature.strip_prefix('[') {
         let length = jni.array_length(object);
@@ -149,23 +204,24 @@ fn record(s: &Shim, jni: Jni<'_>, object: jobject, id: u64, level: jint, out: &m
     out.id(id);
     out.id(s.class_id(jni, class));
     let mut values = Out::default();
-    let mut c = Some(class);
-    while let Some(k) = c {
-        for (f, d, is_static) in fields(s, k) {
-            if !is_static {
-                if let Some(v) = jni.field_value(object, f, d, false) {
-                    value(s, jni, &mut values, v, level);
-                }
-            }
+    for &(f, d) in &layouts.of(s, jni, class).instance {
+        if let Some(v) = jni.field_value(object, f, d, false) {
+            value(s, jni, &mut values, v, level);
         }
-        c = jni.superclass(k);
     }
     out.u4(values.0.len() as u32);
     out.0.extend_from_slice(&values.0);
     true
 }
 
-fn class_dump(s: &Shim, jni: Jni<'_>, class: jclass, level: jint, out: &mut Out) -> bool {
+fn class_dump(
+    s: &Shim,
+    jni: Jni<'_>,
+    layouts: &mut Layouts,
+    class: jclass,
+    level: jint,
+    out: &mut Out,
+) -> bool {
     let j = s.jvmti;
     out.u1(dump::CLASS_DUMP);
     out.id(s.class_id(jni, class));
@@ -181,28 +237,16 @@ fn class_dump(s: &Shim, jni: Jni<'_>, class: jclass, level: jint, out: &mut Out)
     out.id(0); // protection domain
     out.id(0); // reserved
     out.id(0); // reserved
-               // An instance's field bytes, as INSTANCE_DUMP counts them.
-    let mut size = 0;
-    let mut c = Some(class);
-    while let Some(k) = c {
-        size += fields(s, k)
-            .iter()
-            .filter(|f| !f.2)
-            .map(|f| value_size(f.1))
-            .sum::<u32>();
-        c = jni.superclass(k);
-    }
-    out.u4(size);
+    let layout = layouts.of(s, jni, class);
+    out.u4(layout.instance_size);
     for i in j.implemented_interfaces(class).unwrap_or_default() {
         out.id(s.class_id(jni, i));
         jni.delete_local(i);
     }
     out.u2(0); // constant pool entries: none given
-    for (f, d, is_static) in fields(s, class) {
-        if is_static {
-            if let Some(v) = jni.field_value(class, f, d, true) {
-                value(s, jni, out, v, level);
-            }
+    for &(f, d) in &layout.statics {
+        if let Some(v) = jni.field_value(class, f, d, true) {
+            value(s, jni, out, v, level);
         }
     }
     true
@@ -255,7 +299,7 @@ pub fn object_dump(s: &Shim, jni: Jni<'_>, id: u64) -> jint {
         return abi::FAIL;
     };
     let mut out = Out::default();
-    if !record(s, jni, object, id, 2, &mut out) {
+    if !record(s, jni, &mut Layouts::default(), object, id, 2, &mut out) {
         return abi::FAIL;
     }
     send_dump(
@@ -376,6 +420,7 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
             out.id(id);
         }
     } else {
+        let mut layouts = Layouts::default();
         for chunk in objects.chunks(256) {
             let _chunk_frame = jni.local_frame(1100);
             let tags: Vec<i64> = chunk
@@ -383,7 +428,15 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
                 .flat_map(|&(id, _, _)| crate::shim::tag_variants(id))
                 .collect();
             for (object, tag) in j.objects_with_tags(&tags).unwrap_or_default() {
-                record(s, jni, object, (tag & !7) as u64, level, &mut out);
+                record(
+                    s,
+                    jni,
+                    &mut layouts,
+                    object,
+                    (tag & !7) as u64,
+                    level,
+                    &mut out,
+                );
                 jni.delete_local(object);
             }
         }
@@ -501,6 +554,5 @@ pub fn monitor_dump(s: &Shim, jni: Jni<'_>) -> jint {
             },
         },
     );
-    drop(raw);
     abi::SUCCESS
 }

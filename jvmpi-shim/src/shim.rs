@@ -134,7 +134,7 @@ pub struct Shim {
     gc_disabled: AtomicI32,
     gc: Mutex<GcQueue>,
     gc_signal: Condvar,
-    /// Signalled when the GC thread ends.
+    /// Signalled when a batch has been delivered, a RunGC is done, or the GC thread ends.
     gc_delivered: Condvar,
     live: AtomicBool,
     dead: AtomicBool,
@@ -278,6 +278,15 @@ impl Shim {
         let jvmti = vm
             .new_jvmti_env(&caps)
             .map_err(|e| format!("no JVMTI environment for the JVMPI shim ({})", e))?;
+        // Onload-only in HotSpot, so taken now for an agent that turns method events on
+        // later; without a method event on they cost nothing.
+        let mut methods = Capabilities::default();
+        methods.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+        methods.set(cap::GENERATE_METHOD_EXIT_EVENTS);
+        if jvmti.add_capabilities(&methods).is_ok() {
+            caps.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
+            caps.set(cap::GENERATE_METHOD_EXIT_EVENTS);
+        }
         let shim = Shim {
             jvmti,
             vm,
@@ -301,16 +310,6 @@ impl Shim {
             destroyed: Mutex::new(Vec::new()),
             waiting: Mutex::new(HashMap::new()),
         };
-        // Onload-only in HotSpot, so taken now for an agent that turns method events on
-        // later; without a method event on they cost nothing.
-        let mut methods = Capabilities::default();
-        methods.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
-        methods.set(cap::GENERATE_METHOD_EXIT_EVENTS);
-        if jvmti.add_capabilities(&methods).is_ok() {
-            caps.set(cap::GENERATE_METHOD_ENTRY_EVENTS);
-            caps.set(cap::GENERATE_METHOD_EXIT_EVENTS);
-        }
-        shim.caps.lock().clone_from(&caps);
         if SHIM.set(shim).is_err() {
             jvmti.dispose();
             return Err("a JVMPI agent is hosted already: one per JVM, as JVMPI allowed".into());
@@ -514,16 +513,21 @@ impl Shim {
 
     /// The jobjectID of an object, given one now if it has none (0 for null).
     pub fn object_id(&self, object: jobject) -> u64 {
+        (self.object_tag(object) & !7) as u64
+    }
+
+    /// An object's tag, flags and all; a new ID if it had none (0 for null, or if JVMTI fails).
+    fn object_tag(&self, object: jobject) -> i64 {
         if object.is_null() {
             return 0;
         }
         match self.jvmti.tag(object) {
             Ok(0) => {
-                let id = self.new_id();
-                let _ = self.jvmti.set_tag(object, id as i64);
+                let id = self.new_id() as i64;
+                let _ = self.jvmti.set_tag(object, id);
                 id
             }
-            Ok(tag) => (tag & !7) as u64,
+            Ok(tag) => tag,
             Err(_) => 0,
         }
     }
@@ -1213,9 +1217,9 @@ impl Shim {
             return;
         }
         let (kind, class_id) = self.kind_of(jni, class);
-        let id = self.object_id(object);
+        let tag = self.object_tag(object);
+        let id = (tag & !7) as u64;
         if requested == 0 {
-            let tag = self.jvmti.tag(object).unwrap_or(0);
             if tag & ALLOCATED != 0 {
                 return;
             }
