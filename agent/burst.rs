@@ -92,8 +92,22 @@ impl BurstState {
 }
 
 impl Profiler {
-    /// Opens a burst; `flags` None = as the options say.
+    /// Opens a burst; `flags` None = as the options say. While IBM's visualizer is connected
+    /// (`live=`), it alone begins bursts.
     pub fn begin_burst(
+        &self,
+        jvmti: Jvmti,
+        label: Option<&str>,
+        flags: Option<BurstFlags>,
+    ) -> Result<String, String> {
+        if crate::live::connected() {
+            return Err("the JinsightLive visualizer is connected and drives the bursts".into());
+        }
+        self.open_burst(jvmti, label, flags)
+    }
+
+    /// [`Profiler::begin_burst`], whoever asks (the live connection itself).
+    pub fn open_burst(
         &self,
         jvmti: Jvmti,
         label: Option<&str>,
@@ -204,6 +218,15 @@ impl Profiler {
 
     /// Finishes the current file and continues in the next one (`%n`).
     pub fn roll(&self) -> Result<String, String> {
+        if crate::live::connected() {
+            return Err("the JinsightLive visualizer is connected: the trace streams to it".into());
+        }
+        self.roll_into(None)
+    }
+
+    /// Finishes the current file and continues in the next one, or streams to `live` (with a
+    /// copy in the next file when `file=` was given).
+    pub fn roll_into(&self, live: Option<std::net::TcpStream>) -> Result<String, String> {
         let mut state = self.bursts.lock();
         if self.closed.load(Ordering::SeqCst) {
             return Err("the JVM is shutting down".into());
@@ -211,18 +234,28 @@ impl Profiler {
         if !self.options.writes_file() {
             return Err("output=plugin writes no file to roll".into());
         }
-        state.file += 1;
-        let path = self
-            .options
-            .file_path(std::process::id(), self.start_epoch, state.file);
+        let copy = live.is_none() || self.options.file.is_some();
+        let path = if copy {
+            state.file += 1;
+            self.options
+                .file_path(std::process::id(), self.start_epoch, state.file)
+        } else {
+            String::new()
+        };
+        let what = match (&live, copy) {
+            (None, _) => format!("rolled to {}", path),
+            (Some(_), true) => format!("streaming to the visualizer, a copy in {}", path),
+            (Some(_), false) => "streaming to the visualizer".to_string(),
+        };
         self.hub.collect();
         self.hub.control(Message::Roll {
-            path: path.clone(),
+            path,
+            live,
             ticks: clock::ticks(),
             ticks_per_microsecond: clock::refined_rate(),
         });
-        log::info(&format!("rolled to {}", path));
-        Ok(format!("rolled to {}", path))
+        log::info(&what);
+        Ok(what)
     }
 
     /// Writes everything recorded so far to disk, and answers when it is there.

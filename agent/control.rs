@@ -36,7 +36,7 @@ pub const IDLE: Duration = Duration::from_secs(60);
 const TICK: Duration = Duration::from_millis(100);
 
 const HELP: &str =
-    "commands: start [label] | stop | mark TEXT | status | roll | flush | heap FILE | help | quit; \
+    "commands: start [label] | stop | mark TEXT | status | roll | flush | heap [FILE] | help | quit; \
                     one-byte: 1 start, 2 stop, 3 roll (answered with the byte 9)";
 
 /// What the control thread drives: the profiler's bursts, or a hosted JVMPI agent
@@ -86,7 +86,10 @@ impl Driver for Profiler {
             "status" => Ok(self.status()),
             "roll" => self.roll(),
             "flush" => self.flush(),
-            "heap" if rest.is_empty() => Err("heap needs the path of the file to write".into()),
+            "heap" if rest.is_empty() && self.options.formats == [jlive_writer::format::Format::Jinsight] => {
+                crate::heap::to_trace(self, crate::heap::Dump::Both)
+            }
+            "heap" if rest.is_empty() => Err("heap needs the path of the file to write (a dump into the trace is JinsightLive's: format=binary)".into()),
             "heap" => crate::heap::to_file(self, rest),
             _ => return None,
         })
@@ -225,6 +228,7 @@ fn bind_unix(path: &Path) -> Result<Listener, String> {
 pub fn start(
     p: &'static dyn Driver,
     listener: Option<Listener>,
+    live: Option<crate::live::Server>,
 ) -> std::io::Result<JoinHandle<()>> {
     let (wake, woken) = UnixStream::pair()?;
     woken.set_nonblocking(true)?;
@@ -239,7 +243,7 @@ pub fn start(
                 return;
             }
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                serve(p, listener, woken)
+                serve(p, listener, live, woken)
             }));
             // A thread left attached stays "in native" for HotSpot, whose exit then waits
             // 300 ms for it to come back.
@@ -339,8 +343,14 @@ impl Timers {
     }
 }
 
-fn serve(p: &'static dyn Driver, listener: Option<Listener>, woken: UnixStream) {
+fn serve(
+    p: &'static dyn Driver,
+    listener: Option<Listener>,
+    mut live: Option<crate::live::Server>,
+    woken: UnixStream,
+) {
     let jvmti = p.jvmti();
+    let profiler = crate::profiler::get();
     let mut due = p.tick(jvmti);
     let mut clients: Vec<Client> = Vec::new();
     while !STOP.load(Ordering::SeqCst) {
@@ -371,9 +381,24 @@ fn serve(p: &'static dyn Driver, listener: Option<Listener>, woken: UnixStream) 
             events: libc::POLLIN,
             revents: 0,
         });
+        let live_at = fds.len();
+        for fd in live.iter().flat_map(|l| l.fds()) {
+            fds.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
         let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
         let ready = os::poll(&mut fds, millis);
         due = p.tick(jvmti);
+        if let (Some(l), Some(profiler)) = (live.as_mut(), profiler) {
+            let revents: Vec<i16> = fds[live_at..].iter().map(|f| f.revents).collect();
+            if ready > 0 {
+                l.serve(profiler, jvmti, &revents);
+            }
+            l.tick(profiler, jvmti);
+        }
         if ready <= 0 {
             drop_idle(&mut clients);
             continue;
@@ -553,6 +578,11 @@ impl Client {
             Err(text) => (format!("error {}", text), true),
         }
     }
+}
+
+/// Whether `given` is the secret, compared in constant time.
+pub fn same_secret(given: &str, secret: &str) -> bool {
+    constant_time_eq(given.as_bytes(), secret.as_bytes())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

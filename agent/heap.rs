@@ -41,6 +41,9 @@ pub fn id_of(tag: i64) -> u64 {
 pub struct Walked {
     pub graph: Graph,
     pub fresh: Vec<(u32, u32, i32)>,
+    /// In jlive's environment, every object reached (class objects aside): (ID, class key,
+    /// array length or -1).
+    pub keyed: Vec<(u32, u32, i32)>,
 }
 
 /// Walks the heap in `jvmti` (jlive's environment for [`Ids::Agent`], the walk's own for
@@ -96,6 +99,7 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
         next_own: 0,
         seen: HashSet::new(),
         fresh: Vec::new(),
+        keyed: Vec::new(),
         objects: Vec::new(),
         class_of_tag,
         unknown,
@@ -133,6 +137,7 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
     Ok(Walked {
         graph,
         fresh: list.fresh,
+        keyed: list.keyed,
     })
 }
 
@@ -143,6 +148,7 @@ struct Listing<'a> {
     next_own: u64,
     seen: HashSet<u64>,
     fresh: Vec<(u32, u32, i32)>,
+    keyed: Vec<(u32, u32, i32)>,
     objects: Vec<Object>,
     class_of_tag: HashMap<i64, u32>,
     unknown: u32,
@@ -175,6 +181,10 @@ impl Listing<'_> {
             (id, Some(id as i64))
         };
         if self.seen.insert(id) {
+            if self.agent.is_some() && class_tag & CLASS_TAG != 0 && id < CLASS_IDS {
+                self.keyed
+                    .push((id as u32, (class_tag & 0xFFFF_FFFF) as u32, length));
+            }
             self.objects.push(Object {
                 id,
                 class: self
@@ -224,4 +234,86 @@ pub fn to_file(p: &Profiler, path: &str) -> Result<String, String> {
         graph.roots.len(),
         path
     ))
+}
+
+/// What a heap dump into the trace holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dump {
+    /// The live objects (the visualizer's `dp`): each defined, and those the file defined that
+    /// are gone freed.
+    Population,
+    /// The live objects' references and the roots (the visualizer's `dr`).
+    References,
+    /// Both (`jlive ctl heap` with no file).
+    Both,
+}
+
+/// The JVMTI root kind of a reference kind (21..27), as the model names it.
+fn root_kind(kind: u8) -> jlive_writer::model::RootKind {
+    use jlive_writer::model::RootKind as K;
+    match kind {
+        21 => K::JniGlobal,
+        22 => K::StickyClass,
+        23 => K::Monitor,
+        24 => K::JavaStack,
+        25 => K::JniLocal,
+        26 => K::Thread,
+        _ => K::Unknown,
+    }
+}
+
+/// Walks the heap in jlive's environment (a full collection first, as `jmap -dump:live`
+/// does) and sends the dump to the trace, after every record made before it; it ends with a
+/// generation mark. The answer counts what was sent.
+pub fn to_trace(p: &Profiler, what: Dump) -> Result<String, String> {
+    if let Err(e) = p.jvmti.force_garbage_collection() {
+        crate::log::info(&format!("no collection before the heap walk: {}", e));
+    }
+    let walked =
+        p.vm.with_env(|jni| walk(p.jvmti, jni, Ids::Agent(p)))
+            .unwrap_or_else(|| Err("this thread cannot attach to the JVM".into()))?;
+    let not_array = |length: i32| u32::try_from(length).unwrap_or(jlive_writer::record::NOT_ARRAY);
+    let mut dump = jlive_writer::record::HeapDump {
+        ticks: crate::clock::ticks(),
+        objects: walked
+            .keyed
+            .iter()
+            .map(|&(id, class, length)| (id, class, not_array(length)))
+            .collect(),
+        population: what != Dump::References,
+        ..Default::default()
+    };
+    if what != Dump::Population {
+        let graph = &walked.graph;
+        for r in graph
+            .refs
+            .iter()
+            .filter(|r| jlive_writer::heap::is_field(r.kind))
+        {
+            match (r.from >= CLASS_IDS, r.to >= CLASS_IDS) {
+                // Static fields: from the class object, whose ID holds the class key.
+                (true, false) => dump.statics.push((r.from as u32, r.to as u32)),
+                (false, false) => dump.refs.push((r.from as u32, r.to as u32)),
+                // Class objects have no object ID in the trace.
+                _ => {}
+            }
+        }
+        dump.roots = graph
+            .roots
+            .iter()
+            .filter(|r| r.to < CLASS_IDS)
+            .map(|r| (root_kind(r.kind), r.to as u32))
+            .collect();
+    }
+    let answer = format!(
+        "heap into the trace: {} objects, {} references, {} static references, {} roots",
+        dump.objects.len(),
+        dump.refs.len(),
+        dump.statics.len(),
+        dump.roots.len()
+    );
+    p.hub.collect();
+    p.hub
+        .control(jlive_writer::record::Message::Heap(Box::new(dump)));
+    Ok(answer)
 }

@@ -107,7 +107,7 @@ fn vm_init() {
     };
     let listener = LISTENER.lock().take();
     if listener.is_some() {
-        match control::start(host, listener) {
+        match control::start(host, listener, None) {
             Ok(handle) => *CONTROL.lock() = Some(handle),
             Err(e) => log::warn(&format!("cannot start the control thread: {}", e)),
         }

@@ -31,6 +31,7 @@ pub mod ffi;
 pub mod heap;
 pub mod javaapi;
 pub mod jvmpi;
+pub mod live;
 pub mod log;
 pub mod options;
 pub mod plugin;

@@ -107,6 +107,9 @@ pub struct Options {
     pub duration: Option<Duration>,
     pub control: Control,
     pub token: Option<String>,
+    /// `live=PORT` or `live=HOST:PORT`: where IBM's JinsightLive visualizer connects.
+    pub live: Option<std::net::SocketAddr>,
+    start_given: bool,
 }
 
 impl Default for Options {
@@ -143,6 +146,8 @@ impl Default for Options {
             duration: None,
             control: Control::Auto,
             token: None,
+            live: None,
+            start_given: false,
         }
     }
 }
@@ -198,6 +203,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "control",
         "auto | off | PATH | tcp:127.0.0.1:PORT",
         "control socket; auto = $TMPDIR/jlive-$UID/$PID.sock",
+    ),
+    (
+        "live",
+        "(off) | PORT | HOST:PORT",
+        "listen for IBM's JinsightLive visualizer (File > Connect to a Java VM): it drives the bursts and dumps the heap while connected; PORT alone is on 127.0.0.1 (start=paused unless start= is given)",
     ),
     (
         "token",
@@ -385,6 +395,16 @@ fn control(value: &str) -> Result<Control, OptionError> {
     })
 }
 
+fn live(value: &str) -> Result<std::net::SocketAddr, OptionError> {
+    const ACCEPTED: &str = "a port (on 127.0.0.1) or HOST:PORT";
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| bad_value("live", value, ACCEPTED))
+}
+
 fn platform(value: &str) -> Result<Option<u32>, OptionError> {
     if value == "auto" {
         return Ok(None);
@@ -475,6 +495,25 @@ impl Options {
             }
             // The writer runs as ever, into nothing.
             o.file = Some(NO_FILE.to_string());
+        }
+        if let Some(addr) = o.live {
+            if o.formats != [Format::Jinsight] || o.tree || o.gzip || o.output == Output::Plugin {
+                return Err(OptionError(
+                    "live= streams plain JinsightLive to the visualizer: it goes with format=binary only, without record=tree, compress= or output=plugin".into(),
+                ));
+            }
+            if !addr.ip().is_loopback() && o.token.is_none() {
+                return Err(OptionError(format!(
+                    "live={} listens beyond this machine: give token=SECRET too (the client then sends `auth SECRET` first; the visualizer cannot, so reach it through ssh -L {}:127.0.0.1:{}), or use live={}",
+                    addr,
+                    addr.port(),
+                    addr.port(),
+                    addr.port()
+                )));
+            }
+            if !o.start_given {
+                o.paused = true;
+            }
         }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
@@ -617,6 +656,7 @@ impl Options {
             "log" => self.log = (value != "stderr" && !value.is_empty()).then(|| value.to_string()),
             "help" => self.help = true,
             "start" => {
+                self.start_given = true;
                 self.paused = match value {
                     "now" => false,
                     "paused" => true,
@@ -626,6 +666,7 @@ impl Options {
             "delay" => self.delay = Some(duration(key, value)?),
             "duration" => self.duration = Some(duration(key, value)?),
             "control" => self.control = control(value)?,
+            "live" => self.live = Some(live(value)?),
             "token" if value.is_empty() => return Err(bad_value(key, value, "a secret")),
             "token" => self.token = Some(value.to_string()),
             "jvmpi" => {

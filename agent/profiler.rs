@@ -72,6 +72,8 @@ pub struct Profiler {
     /// `plugin=`: the user trace library opened at load, started at VM init.
     plugin: Option<&'static crate::plugin::Loaded>,
     listener: Mutex<Option<Listener>>,
+    /// `live=`: the visualizer's socket, served by the control thread.
+    live: Mutex<Option<crate::live::Server>>,
     control: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -352,6 +354,7 @@ fn start_with(
         symbols: registry.clone(),
     };
     let listener = control::listen(&options)?;
+    let live = crate::live::listen(&options)?;
     let stats = Arc::new(WriterStats::default());
     *stats.file.lock().map_err(|_| "writer stats poisoned")? = path.clone();
     let batches = channel_batches(options.buffer);
@@ -412,6 +415,7 @@ fn start_with(
         bci: Default::default(),
         plugin,
         listener: Mutex::new(listener),
+        live: Mutex::new(live),
         control: Mutex::new(None),
         writer: Mutex::new(Some(writer)),
     };
@@ -738,8 +742,10 @@ impl Profiler {
             }
         }
         let listener = self.listener.lock().take();
-        if listener.is_some() || self.options.delay.is_some() || self.options.duration.is_some() {
-            match control::start(self, listener) {
+        let live = self.live.lock().take();
+        let timed = self.options.delay.is_some() || self.options.duration.is_some();
+        if listener.is_some() || live.is_some() || timed {
+            match control::start(self, listener, live) {
                 Ok(handle) => *self.control.lock() = Some(handle),
                 Err(e) => log::warn(&format!("cannot start the control thread: {}", e)),
             }

@@ -5,10 +5,24 @@ import java.io.InputStreamReader;
  * Known work on command, for tests that drive bursts from outside. Prints "ready", then for
  * each line on stdin: "1" calls p1() 1000 times, "2" calls p2() 2000 times, "3" calls p3()
  * 3000 times, each answered "done N"; "quit" ends the program. Phase N also notifies a
- * monitor (no one waits on) 10 N times and sleeps N times, for format=orca.
+ * monitor (no one waits on) 10 N times and sleeps N times, for format=orca. "hold N" makes a
+ * list of N Phases$Node objects (N - 1 references between them), held by the static field
+ * `held`, answered "held N".
  */
 public class Phases {
     static final Object MONITOR = new Object();
+
+    static final class Node {
+        final Node next;
+        final int value;
+
+        Node(Node next, int value) {
+            this.next = next;
+            this.value = value;
+        }
+    }
+
+    static Node held;
 
     static int p1(int x) {
         return x + 1;
@@ -32,6 +46,17 @@ public class Phases {
             line = line.trim();
             if (line.equals("quit")) {
                 break;
+            }
+            if (line.startsWith("hold ")) {
+                int n = Integer.parseInt(line.substring(5).trim());
+                Node head = null;
+                for (int i = 0; i < n; i++) {
+                    head = new Node(head, i);
+                }
+                held = head;
+                System.out.println("held " + n);
+                System.out.flush();
+                continue;
             }
             int phase = Integer.parseInt(line);
             for (int i = 0; i < 1000 * phase; i++) {

@@ -129,7 +129,7 @@ impl Checker {
                 return Ok(());
             }
             e if e.is_lifecycle() => return Ok(()),
-            _ if !self.in_burst => {
+            _ if !self.in_burst && !event.may_be_dump() => {
                 return self.fail(at, format!("{} outside a burst", event.name()));
             }
             _ => {}
@@ -250,6 +250,7 @@ impl Checker {
                 self.stacks.remove(thread);
             }
             Event::Sync(s) => self.sync(at, s)?,
+            Event::Heap { part, .. } => self.heap(at, part)?,
             Event::ContextEnter(c) => {
                 let methods = self.need_class(at, c.method.class)?;
                 if usize::from(c.method.index) >= methods {
@@ -337,6 +338,27 @@ impl Checker {
                 );
                 self.fail(at, message)
             }
+        }
+    }
+
+    /// A heap dump's part: every object and class it names defined before it.
+    fn heap(&mut self, at: usize, part: &HeapPart) -> Result<(), DecodeError> {
+        match part {
+            HeapPart::Refs { object, to, .. } => {
+                self.need_object(at, *object)?;
+                to.iter().try_for_each(|&o| self.need_object(at, o))
+            }
+            HeapPart::Statics { class, to } => {
+                self.need_class(at, *class)?;
+                to.iter().try_for_each(|&o| self.need_object(at, o))
+            }
+            HeapPart::Root { thread, object, .. } => {
+                if let Some(t) = thread.filter(|t| !self.threads.contains(t)) {
+                    return self.fail(at, format!("root on thread {}, which is not defined", t));
+                }
+                self.need_object(at, *object)
+            }
+            HeapPart::Generation | HeapPart::EndOfReport { .. } => Ok(()),
         }
     }
 

@@ -144,8 +144,16 @@ pub struct FormatOptions {
 }
 
 impl FormatOptions {
-    /// Creates the file at `path` (see [`file::create`]), compressed if asked.
+    /// Creates the file at `path` (see [`file::create`]), compressed if asked; or, inside
+    /// [`gzip::streaming`], the live stream, with its copy at `path` unless it is empty.
     fn create(&self, path: &str) -> io::Result<Out> {
+        if let Some(socket) = gzip::take_stream() {
+            let copy = match path {
+                "" => None,
+                path => Some(file::create(path, self.mode)?),
+            };
+            return Ok(Out::Live(Box::new(gzip::LiveOut::new(socket, copy)?)));
+        }
         Ok(Out::new(file::create(path, self.mode)?, self.gzip))
     }
 }

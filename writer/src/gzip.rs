@@ -14,10 +14,13 @@
 
 use flate2::write::GzEncoder;
 use flate2::{read::MultiGzDecoder, Compression};
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The two bytes every gzip member starts with.
 pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -29,10 +32,68 @@ pub const SUFFIX: &str = ".gz";
 /// near the plain file's (bench/README.md).
 const LEVEL: u32 = 1;
 
-/// A trace file, plain or compressed: what every sink writes into.
+/// A trace file, plain or compressed, or a live connection: what every sink writes into.
 pub enum Out {
     Plain(File),
     Gzip(Box<GzEncoder<File>>),
+    Live(Box<LiveOut>),
+}
+
+/// A trace streamed to a client (IBM's visualizer) over TCP, with a copy in a file if asked.
+/// The visualizer throws away the first byte it reads: one byte goes before the trace.
+pub struct LiveOut {
+    socket: TcpStream,
+    copy: Option<File>,
+}
+
+/// How long a write may wait for a client that reads nothing before the stream is given up.
+pub const LIVE_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+thread_local! {
+    /// The connection the next trace opened on this thread streams to ([`streaming`]).
+    static NEXT_STREAM: RefCell<Option<TcpStream>> = const { RefCell::new(None) };
+}
+
+/// Runs `open` (which opens a trace) so that the trace streams to `socket`, with a copy in
+/// the file it names unless that is empty.
+pub fn streaming<T>(socket: TcpStream, open: impl FnOnce() -> T) -> T {
+    NEXT_STREAM.with(|s| *s.borrow_mut() = Some(socket));
+    let opened = open();
+    NEXT_STREAM.with(|s| s.borrow_mut().take());
+    opened
+}
+
+/// The connection set by [`streaming`], taken once.
+pub fn take_stream() -> Option<TcpStream> {
+    NEXT_STREAM.with(|s| s.borrow_mut().take())
+}
+
+impl LiveOut {
+    pub fn new(socket: TcpStream, copy: Option<File>) -> io::Result<LiveOut> {
+        socket.set_nonblocking(false)?;
+        socket.set_write_timeout(Some(LIVE_WRITE_TIMEOUT))?;
+        let _ = socket.set_nodelay(true);
+        (&socket).write_all(&[0])?;
+        Ok(LiveOut { socket, copy })
+    }
+}
+
+impl Write for LiveOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf).map(|()| buf.len())
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(copy) = &mut self.copy {
+            copy.write_all(buf)?;
+        }
+        (&self.socket).write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(copy) = &mut self.copy {
+            copy.flush()?;
+        }
+        Ok(())
+    }
 }
 
 impl Out {
@@ -51,6 +112,7 @@ impl Write for Out {
         match self {
             Out::Plain(f) => f.write(buf),
             Out::Gzip(z) => z.write(buf),
+            Out::Live(l) => l.write(buf),
         }
     }
     #[inline]
@@ -58,6 +120,7 @@ impl Write for Out {
         match self {
             Out::Plain(f) => f.write_all(buf),
             Out::Gzip(z) => z.write_all(buf),
+            Out::Live(l) => l.write_all(buf),
         }
     }
     /// A compressed file: a sync flush, so that what was written so far can be read back.
@@ -65,16 +128,17 @@ impl Write for Out {
         match self {
             Out::Plain(f) => f.flush(),
             Out::Gzip(z) => z.flush(),
+            Out::Live(l) => l.flush(),
         }
     }
 }
 
 impl Seek for Out {
-    /// A compressed stream cannot go back: ESPIPE, as a pipe says.
+    /// A compressed or live stream cannot go back: ESPIPE, as a pipe says.
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         match self {
             Out::Plain(f) => f.seek(to),
-            Out::Gzip(_) => Err(io::Error::from_raw_os_error(libc::ESPIPE)),
+            Out::Gzip(_) | Out::Live(_) => Err(io::Error::from_raw_os_error(libc::ESPIPE)),
         }
     }
 }

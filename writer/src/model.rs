@@ -410,6 +410,61 @@ pub enum Event {
     },
     /// A wait, notify, thread start, join or sleep, or a contended monitor (`monitors=on`).
     Sync(Box<Sync>),
+    /// A part of a heap dump (the live visualizer's `dp` and `dr`, `jlive ctl heap` into the
+    /// trace); may lie outside a burst. The objects it names are defined before it.
+    Heap {
+        ticks: u64,
+        part: Box<HeapPart>,
+    },
+}
+
+/// Why the JVM holds an object live by itself (JVMTI's root kinds, JinsightLive's GC roots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RootKind {
+    JniGlobal,
+    /// A class the JVM keeps loaded (a system class).
+    StickyClass,
+    Monitor,
+    /// A local variable of a Java frame.
+    JavaStack,
+    JniLocal,
+    /// A live thread's own object.
+    Thread,
+    NativeStack,
+    Unknown,
+}
+
+impl RootKind {
+    /// Whether the JinsightLive event of the kind names the thread.
+    pub fn has_thread(self) -> bool {
+        matches!(
+            self,
+            RootKind::JavaStack | RootKind::JniLocal | RootKind::Thread | RootKind::NativeStack
+        )
+    }
+}
+
+/// What a heap dump says, part by part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeapPart {
+    /// The objects `object` refers to now (its fields, or an array's elements), each once.
+    Refs {
+        object: ObjectId,
+        array: bool,
+        to: Vec<ObjectId>,
+    },
+    /// The objects the static fields of `class` refer to.
+    Statics { class: ClassId, to: Vec<ObjectId> },
+    /// An object the JVM holds live; `thread` for the kinds that have one, when known.
+    Root {
+        kind: RootKind,
+        thread: Option<ThreadId>,
+        object: ObjectId,
+    },
+    /// A dump is complete: objects defined before are an older generation than those after.
+    Generation,
+    /// An answer of `events` events is complete (0: a request that is not served).
+    EndOfReport { events: u32 },
 }
 
 impl Event {
@@ -435,6 +490,13 @@ impl Event {
             Event::GcFinish { .. } => "GC_FINISH",
             Event::UserEvent { .. } => "USER_EVENT",
             Event::Sync(_) => "SYNC",
+            Event::Heap { part, .. } => match **part {
+                HeapPart::Refs { .. } => "REFS",
+                HeapPart::Statics { .. } => "STATIC_REFS",
+                HeapPart::Root { .. } => "ROOT",
+                HeapPart::Generation => "GENERATION",
+                HeapPart::EndOfReport { .. } => "END_OF_REPORT",
+            },
         }
     }
 
@@ -449,7 +511,8 @@ impl Event {
             | Event::Free { ticks, .. }
             | Event::GcStart { ticks }
             | Event::GcFinish { ticks }
-            | Event::UserEvent { ticks, .. } => *ticks,
+            | Event::UserEvent { ticks, .. }
+            | Event::Heap { ticks, .. } => *ticks,
             Event::ThreadDefine(t) => t.ticks,
             Event::ClassDefine(c) => c.ticks,
             Event::ObjectDefine(o) | Event::Alloc { object: o, .. } => o.ticks,
@@ -473,7 +536,8 @@ impl Event {
             | Event::Free { ticks, .. }
             | Event::GcStart { ticks }
             | Event::GcFinish { ticks }
-            | Event::UserEvent { ticks, .. } => ticks,
+            | Event::UserEvent { ticks, .. }
+            | Event::Heap { ticks, .. } => ticks,
             Event::ThreadDefine(t) => &mut t.ticks,
             Event::ClassDefine(c) => &mut c.ticks,
             Event::ObjectDefine(o) | Event::Alloc { object: o, .. } => &mut o.ticks,
@@ -504,6 +568,18 @@ impl Event {
     /// Whether the event may lie outside a burst.
     pub fn is_lifecycle(&self) -> bool {
         matches!(self, Event::VmInit { .. } | Event::VmDeath { .. })
+    }
+
+    /// Whether the event may belong to a heap dump, which may lie outside a burst: the dump's
+    /// own parts and the definitions (and frees) of the classes and objects it names.
+    pub fn may_be_dump(&self) -> bool {
+        matches!(
+            self,
+            Event::Heap { .. }
+                | Event::ObjectDefine(_)
+                | Event::Free { .. }
+                | Event::ClassDefine(_)
+        )
     }
 }
 

@@ -406,6 +406,27 @@ impl Trace {
                 }
                 write!(out, "]")
             }
+            Event::Heap { part, .. } => match &**part {
+                HeapPart::Refs { object, to, .. } => write!(out, "object={} to={:?}", object, to),
+                HeapPart::Statics { class, to } => {
+                    out.write_str("class=")?;
+                    self.write_class_name(out, *class)?;
+                    write!(out, " to={:?}", to)
+                }
+                HeapPart::Root {
+                    kind,
+                    thread,
+                    object,
+                } => {
+                    write!(out, "{:?} object={}", kind, object)?;
+                    match thread {
+                        Some(t) => write!(out, " thread={}", t),
+                        None => Ok(()),
+                    }
+                }
+                HeapPart::Generation => Ok(()),
+                HeapPart::EndOfReport { events } => write!(out, "events={}", events),
+            },
         }
     }
 

@@ -374,17 +374,48 @@ pub enum Message {
         text: String,
     },
     /// Finish this file properly and continue in `path`; an open burst continues there.
+    /// With `live`, the trace streams to that connection, with its copy in `path` (none when
+    /// it is empty).
     Roll {
         path: String,
+        live: Option<std::net::TcpStream>,
         ticks: u64,
         ticks_per_microsecond: Option<u32>,
     },
+    /// A heap dump to write (the live visualizer's `dp` and `dr`, `jlive ctl heap` into the
+    /// trace), whether or not a burst is open.
+    Heap(Box<HeapDump>),
     /// Finish the file (end an open burst, write what the format ends with) and stop; the
     /// summary is sent back when the file is closed.
     Close {
         ticks_per_microsecond: Option<u32>,
         done: crossbeam_channel::Sender<crate::writer::Summary>,
     },
+}
+
+/// A heap walk's findings, in the agent's identities.
+#[derive(Debug, Default)]
+pub struct HeapDump {
+    pub ticks: u64,
+    /// Every live object the walk reached: (object ID, class key, array length or
+    /// [`NOT_ARRAY`]); each is defined before the parts that name it.
+    pub objects: Vec<(u32, ClassKey, u32)>,
+    /// A population dump: objects the file defined and the walk did not reach are freed.
+    pub population: bool,
+    /// References between objects (fields, array elements): (from, to), grouped by `from`.
+    pub refs: Vec<(u32, u32)>,
+    /// Static fields' references: (class, to).
+    pub statics: Vec<(ClassKey, u32)>,
+    pub roots: Vec<(crate::model::RootKind, u32)>,
+    /// What the dump ends with: a generation mark, or the end of a report of so many events.
+    pub end: DumpEnd,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DumpEnd {
+    #[default]
+    Generation,
+    Report,
 }
 
 /// What `overflow=drop` keeps of a batch the writer has no room for: every record but method

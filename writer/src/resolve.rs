@@ -12,7 +12,7 @@ use crate::keyhash::KeyHasher;
 use crate::model::{self, *};
 use crate::record::*;
 use crate::stck::Stck;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::io;
 use std::sync::Arc;
@@ -379,6 +379,99 @@ impl<S: Sink> Resolver<S> {
             text: text.to_string(),
         })?;
         Ok(true)
+    }
+
+    /// A heap dump, whether or not a burst is open: the objects it names are defined first
+    /// (a population dump frees those this file defined that the walk did not reach), then
+    /// each object's references, the static references of each class, the roots, and its end.
+    /// References to objects that cannot be defined (a class not traced) are left out.
+    pub fn heap(&mut self, dump: &HeapDump) -> io::Result<()> {
+        let ticks = self.file_ticks(dump.ticks);
+        self.tick(ticks);
+        let mut events = 0u32;
+        let mut live = HashSet::with_capacity(dump.objects.len());
+        let mut arrays = HashSet::new();
+        for &(object, class, length) in &dump.objects {
+            live.insert(object);
+            if length != NOT_ARRAY {
+                arrays.insert(object);
+            }
+            if let Some(def) = self.object_def(object, class, length, ticks)? {
+                self.emit(Event::ObjectDefine(def))?;
+                events += 1;
+            }
+        }
+        if dump.population {
+            let mut dead: Vec<u32> = self
+                .objects
+                .keys()
+                .copied()
+                .filter(|o| !live.contains(o))
+                .collect();
+            dead.sort_unstable();
+            for object in dead {
+                self.objects.remove(&object);
+                self.emit(Event::Free { ticks, object })?;
+                events += 1;
+            }
+        }
+        let part = |part| Event::Heap {
+            ticks,
+            part: Box::new(part),
+        };
+        let mut refs = dump.refs.clone();
+        refs.sort_by_key(|r| r.0);
+        let mut refs = refs.iter().peekable();
+        while let Some(&(from, first)) = refs.next() {
+            let mut to = vec![first];
+            while let Some(&&(_, next)) = refs.peek().filter(|r| r.0 == from) {
+                to.push(next);
+                refs.next();
+            }
+            if !self.object_defined(from) {
+                continue;
+            }
+            to.retain(|&o| self.object_defined(o));
+            to.dedup();
+            self.emit(part(HeapPart::Refs {
+                object: from,
+                array: arrays.contains(&from),
+                to,
+            }))?;
+            events += 1;
+        }
+        let mut statics: Vec<(ClassKey, u32)> = dump.statics.clone();
+        statics.sort_unstable();
+        let mut statics = statics.into_iter().peekable();
+        while let Some((class, first)) = statics.next() {
+            let mut to = vec![first];
+            while let Some((_, next)) = statics.next_if(|s| s.0 == class) {
+                to.push(next);
+            }
+            to.retain(|&o| self.object_defined(o));
+            to.dedup();
+            let Some(class) = self.class_id(class, ticks)? else {
+                continue;
+            };
+            if !to.is_empty() {
+                self.emit(part(HeapPart::Statics { class, to }))?;
+                events += 1;
+            }
+        }
+        for &(kind, object) in &dump.roots {
+            if self.object_defined(object) {
+                self.emit(part(HeapPart::Root {
+                    kind,
+                    thread: None,
+                    object,
+                }))?;
+                events += 1;
+            }
+        }
+        self.emit(part(match dump.end {
+            DumpEnd::Generation => HeapPart::Generation,
+            DumpEnd::Report => HeapPart::EndOfReport { events },
+        }))
     }
 
     /// The JVM's start (`death` false) or end, written whether or not a burst is open.

@@ -154,6 +154,10 @@ pub fn run<S: Sink>(
                 dirty = true;
                 l.apply(|s| s.user_event(ticks, &text).map(|_| ()));
             }
+            Ok(Message::Heap(dump)) => {
+                dirty = true;
+                l.apply(|s| s.heap(&dump));
+            }
             Ok(Message::Lifecycle { ticks, death }) => {
                 dirty = true;
                 l.apply(|s| s.lifecycle(ticks, death));
@@ -168,10 +172,20 @@ pub fn run<S: Sink>(
             }
             Ok(Message::Roll {
                 path,
+                live,
                 ticks,
                 ticks_per_microsecond,
             }) => {
-                l.roll(&path, ticks, ticks_per_microsecond, reopen);
+                match live {
+                    // The client waits for the header: it goes at once.
+                    Some(socket) => {
+                        crate::gzip::streaming(socket, || {
+                            l.roll(&path, ticks, ticks_per_microsecond, reopen)
+                        });
+                        l.apply(|s| s.flush());
+                    }
+                    None => l.roll(&path, ticks, ticks_per_microsecond, reopen),
+                }
                 dirty = false;
             }
             Ok(Message::Close {

@@ -1162,3 +1162,95 @@ fn lengths_and_ids_from_a_file_are_bounded() {
         assert!(e.contains("4000000000"), "{:?}: {}", to, e);
     }
 }
+
+/// A heap dump outside any burst: its objects defined first, those the file defined and the
+/// walk did not reach freed (a population), references kept only between defined objects,
+/// static references by class, roots, and the generation mark; JinsightLive writes them as
+/// OBJECT_REFS, ARRAY_REFS, STATIC_ROOT and root events, which read back to the same parts
+/// and pass `jlive check`.
+#[test]
+fn a_heap_dump_reads_back_part_by_part_and_frees_what_is_gone() {
+    let mut s = Resolver::new(
+        JinsightSink::<_, false>::new(Cursor::new(Vec::new()), &info(), None).unwrap(),
+        Arc::new(Fixture),
+        ResolverConfig::default(),
+    );
+    s.begin_burst(1).unwrap();
+    s.batch(&batch(
+        7,
+        vec![Record::new(RecordKind::ObjectAlloc, 2, 4, 9, NOT_ARRAY)],
+    ))
+    .unwrap();
+    s.end_burst(3).unwrap();
+    let dump = HeapDump {
+        ticks: 10,
+        // Object 9 is gone; 1 and 2 are app/Fib objects, 3 an int[4], 4 of an unknown class.
+        objects: vec![
+            (1, 4, NOT_ARRAY),
+            (2, 4, NOT_ARRAY),
+            (3, 5, 4),
+            (4, 77, NOT_ARRAY),
+        ],
+        population: true,
+        refs: vec![(2, 1), (1, 3), (2, 3), (1, 4)],
+        statics: vec![(4, 2)],
+        roots: vec![(RootKind::JavaStack, 2), (RootKind::JniGlobal, 1)],
+        end: DumpEnd::Generation,
+    };
+    s.heap(&dump).unwrap();
+    let data = s.finish(None).unwrap().0.into_inner().into_inner();
+    check(&data[..]).unwrap_or_else(|e| panic!("check: {}", e));
+    let trace = decode(&data);
+    let parts: Vec<String> = trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Heap { part, .. } => Some(format!("{:?}", part)),
+            Event::Free { object, .. } => Some(format!("free {}", object)),
+            Event::ObjectDefine(o) => Some(format!("define {}", o.object)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            "define 1",
+            "define 2",
+            "define 3",
+            "free 9",
+            "Refs { object: 1, array: false, to: [3] }",
+            "Refs { object: 2, array: false, to: [1, 3] }",
+            "Statics { class: 3, to: [2] }",
+            // The stack root's thread is not known: an unknown root.
+            "Root { kind: Unknown, thread: None, object: 2 }",
+            "Root { kind: JniGlobal, thread: None, object: 1 }",
+            "Generation",
+        ]
+    );
+}
+
+/// The visualizer takes a USER_EVENT whose text begins with `r` for a burst's end and one
+/// with `p` for a burst's beginning: such texts (and an empty one) get a leading space.
+#[test]
+fn user_texts_the_visualizer_would_misread_get_a_leading_space() {
+    let mut s = Resolver::new(
+        JinsightSink::<_, false>::new(Cursor::new(Vec::new()), &info(), None).unwrap(),
+        Arc::new(Fixture),
+        ResolverConfig::default(),
+    );
+    s.begin_burst(1).unwrap();
+    for text in ["ready", "paused", "", "checkout"] {
+        s.user_event(2, text).unwrap();
+    }
+    s.end_burst(3).unwrap();
+    let data = s.finish(None).unwrap().0.into_inner().into_inner();
+    let texts: Vec<String> = decode(&data)
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::UserEvent { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, [" ready", " paused", " ", "checkout"]);
+}

@@ -185,6 +185,53 @@ impl<'a> Decoder<'a> {
         Ok(v)
     }
 
+    /// A list of object IDs up to END_OF_LIST.
+    fn object_list(&mut self) -> Result<Vec<u32>, DecodeError> {
+        let mut list = Vec::new();
+        loop {
+            match self.u32()? {
+                END_OF_LIST => return Ok(list),
+                o => list.push(o),
+            }
+        }
+    }
+
+    /// A heap dump's untimed events (references, roots, END_OF_REPORT); None for other codes.
+    fn untimed_heap_event(&mut self, code: u8) -> Result<Option<Event>, DecodeError> {
+        Ok(Some(match code {
+            OBJECT_REFS => Event::ObjectRefs {
+                object: self.u32()?,
+                to: self.object_list()?,
+            },
+            ARRAY_REFS => {
+                let array = self.u32()?;
+                let n = self.u32()? as usize;
+                let mut to = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    to.push(self.u32()?);
+                }
+                Event::ArrayRefs { array, to }
+            }
+            STATIC_ROOT => Event::StaticRoot {
+                class: self.u16()?,
+                to: self.object_list()?,
+            },
+            code if is_root(code) => Event::Root {
+                code,
+                thread: if root_has_thread(code) {
+                    self.u32()?
+                } else {
+                    0
+                },
+                object: self.u32()?,
+            },
+            END_OF_REPORT => Event::EndOfReport {
+                events: self.u32()?,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
     fn event(&mut self, code: u8) -> Result<Event, DecodeError> {
         if code == TRACE_END {
             return Ok(Event::TraceEnd {
@@ -204,6 +251,9 @@ impl<'a> Decoder<'a> {
                 thread: self.u32()?,
                 nanoseconds: self.u64()?,
             });
+        }
+        if let Some(event) = self.untimed_heap_event(code)? {
+            return Ok(event);
         }
         if code_name(code) == "UNKNOWN" {
             return Err(error(usize::MAX, format!("unknown event code {}", code)));
@@ -306,6 +356,7 @@ impl<'a> Decoder<'a> {
                 ticks,
                 message: self.str()?,
             },
+            GENERATION => Event::Generation { ticks },
             BEGIN_BURST => Event::BeginBurst { ticks },
             END_BURST => Event::EndBurst { ticks },
             _ => return Err(error(usize::MAX, format!("unknown event code {}", code))),

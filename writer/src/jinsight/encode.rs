@@ -338,6 +338,33 @@ impl<W: Write + Seek> Encoder<W> {
                 self.u32(*thread);
                 self.u64(*nanoseconds);
             }
+            Event::ObjectRefs { object, to } => {
+                self.u32(*object);
+                to.iter().for_each(|&o| self.u32(o));
+                self.u32(END_OF_LIST);
+            }
+            Event::ArrayRefs { array, to } => {
+                self.u32(*array);
+                self.u32(to.len() as u32);
+                to.iter().for_each(|&o| self.u32(o));
+            }
+            Event::StaticRoot { class, to } => {
+                self.u16(*class);
+                to.iter().for_each(|&o| self.u32(o));
+                self.u32(END_OF_LIST);
+            }
+            Event::Root {
+                code,
+                thread,
+                object,
+            } => {
+                if root_has_thread(*code) {
+                    self.u32(*thread);
+                }
+                self.u32(*object);
+            }
+            Event::Generation { .. } => {}
+            Event::EndOfReport { events } => self.u32(*events),
         }
     }
 }

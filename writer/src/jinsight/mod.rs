@@ -46,6 +46,21 @@
 //!                           `object`, summed by IBM's visualizer into its monitor-contention
 //!                           columns; written when the thread entered it, monitors=on)
 //!   100 TRACE_END           u32 0xDEAD u32 0xDEAD        (no ticks)
+//!
+//! Heap dumps (the live visualizer's `dp` and `dr`, `jlive ctl heap` into the trace); they may
+//! lie outside a burst, and every object they name is defined before them:
+//!   25  OBJECT_REFS         u32 object (u32 referent)* u32 0xFFFFFFFF    (no ticks; what the
+//!                           object refers to now, replacing what an earlier dump said)
+//!   26  ARRAY_REFS          u32 array u32 n (u32 element)*n              (no ticks)
+//!   76  STATIC_ROOT         u16 class (u32 referent)* u32 0xFFFFFFFF     (no ticks; the
+//!                           objects the class's static fields refer to)
+//!   72 JAVA_STACK_ROOT, 74 JNI_LOCAL_ROOT, 87 THREAD_ROOT, 89 NATIVE_STACK_ROOT
+//!                           u32 thread u32 object                       (no ticks)
+//!   75 JNI_GLOBAL_ROOT, 85 UNKNOWN_ROOT, 86 STICKY_CLASS_ROOT, 88 MONITOR_ROOT
+//!                           u32 object                                  (no ticks)
+//!   77  GENERATION          ticks                    (a dump is complete; the visualizer
+//!                                                     stops reading and redraws)
+//!   160 END_OF_REPORT       u32 events               (no ticks; 0: a request not served)
 //! ```
 //!
 //! The visualizer's other monitor codes (40-44 waits and notifies, 54 sleep, 60-62 monitor
@@ -93,6 +108,75 @@ pub const MONITOR_CONTENTION: u8 = 161;
 pub const BEGIN_BURST: u8 = 101;
 pub const END_BURST: u8 = 102;
 pub const EXTENDED_EXTENSIVE_CLASS_LOAD: u8 = 110;
+pub const OBJECT_REFS: u8 = 25;
+pub const ARRAY_REFS: u8 = 26;
+pub const JAVA_STACK_ROOT: u8 = 72;
+pub const JNI_LOCAL_ROOT: u8 = 74;
+pub const JNI_GLOBAL_ROOT: u8 = 75;
+pub const STATIC_ROOT: u8 = 76;
+pub const GENERATION: u8 = 77;
+pub const UNKNOWN_ROOT: u8 = 85;
+pub const STICKY_CLASS_ROOT: u8 = 86;
+pub const THREAD_ROOT: u8 = 87;
+pub const MONITOR_ROOT: u8 = 88;
+pub const NATIVE_STACK_ROOT: u8 = 89;
+pub const END_OF_REPORT: u8 = 160;
+
+/// Ends OBJECT_REFS' and STATIC_ROOT's lists.
+pub const END_OF_LIST: u32 = 0xFFFF_FFFF;
+
+/// The root events that name a thread.
+pub fn root_has_thread(code: u8) -> bool {
+    matches!(
+        code,
+        JAVA_STACK_ROOT | JNI_LOCAL_ROOT | THREAD_ROOT | NATIVE_STACK_ROOT
+    )
+}
+
+/// The root event of a root kind.
+pub fn root_code(kind: crate::model::RootKind) -> u8 {
+    use crate::model::RootKind as K;
+    match kind {
+        K::JniGlobal => JNI_GLOBAL_ROOT,
+        K::StickyClass => STICKY_CLASS_ROOT,
+        K::Monitor => MONITOR_ROOT,
+        K::JavaStack => JAVA_STACK_ROOT,
+        K::JniLocal => JNI_LOCAL_ROOT,
+        K::Thread => THREAD_ROOT,
+        K::NativeStack => NATIVE_STACK_ROOT,
+        K::Unknown => UNKNOWN_ROOT,
+    }
+}
+
+/// The root kind of a root event's code ([`is_root`]).
+pub fn root_kind(code: u8) -> crate::model::RootKind {
+    use crate::model::RootKind as K;
+    match code {
+        JNI_GLOBAL_ROOT => K::JniGlobal,
+        STICKY_CLASS_ROOT => K::StickyClass,
+        MONITOR_ROOT => K::Monitor,
+        JAVA_STACK_ROOT => K::JavaStack,
+        JNI_LOCAL_ROOT => K::JniLocal,
+        THREAD_ROOT => K::Thread,
+        NATIVE_STACK_ROOT => K::NativeStack,
+        _ => K::Unknown,
+    }
+}
+
+/// Whether `code` is one of the root events (STATIC_ROOT aside).
+pub fn is_root(code: u8) -> bool {
+    matches!(
+        code,
+        JAVA_STACK_ROOT
+            | JNI_LOCAL_ROOT
+            | JNI_GLOBAL_ROOT
+            | UNKNOWN_ROOT
+            | STICKY_CLASS_ROOT
+            | THREAD_ROOT
+            | MONITOR_ROOT
+            | NATIVE_STACK_ROOT
+    )
+}
 
 /// The two words that follow TRACE_END.
 pub const TRACE_END_WORD: u32 = 0xDEAD;
@@ -328,6 +412,34 @@ pub enum Event {
         thread: u32,
         nanoseconds: u64,
     },
+    /// Untimed: what `object` refers to now.
+    ObjectRefs {
+        object: u32,
+        to: Vec<u32>,
+    },
+    /// Untimed: an array's non-null elements.
+    ArrayRefs {
+        array: u32,
+        to: Vec<u32>,
+    },
+    /// Untimed: what a class's static fields refer to.
+    StaticRoot {
+        class: u16,
+        to: Vec<u32>,
+    },
+    /// Untimed: a GC root of kind `code` ([`is_root`]); `thread` where the kind names one.
+    Root {
+        code: u8,
+        thread: u32,
+        object: u32,
+    },
+    Generation {
+        ticks: u64,
+    },
+    /// Untimed: a live answer of `events` events is complete.
+    EndOfReport {
+        events: u32,
+    },
 }
 
 impl Event {
@@ -354,6 +466,12 @@ impl Event {
             Event::EndBurst { .. } => END_BURST,
             Event::TraceEnd { .. } => TRACE_END,
             Event::MonitorContention { .. } => MONITOR_CONTENTION,
+            Event::ObjectRefs { .. } => OBJECT_REFS,
+            Event::ArrayRefs { .. } => ARRAY_REFS,
+            Event::StaticRoot { .. } => STATIC_ROOT,
+            Event::Root { code, .. } => *code,
+            Event::Generation { .. } => GENERATION,
+            Event::EndOfReport { .. } => END_OF_REPORT,
         }
     }
 
@@ -381,9 +499,16 @@ impl Event {
             | Event::GcStop { ticks }
             | Event::UserEvent { ticks, .. }
             | Event::BeginBurst { ticks }
-            | Event::EndBurst { ticks } => *ticks,
+            | Event::EndBurst { ticks }
+            | Event::Generation { ticks } => *ticks,
             Event::ClassLoad(load) => load.ticks,
-            Event::TraceEnd { .. } | Event::MonitorContention { .. } => return None,
+            Event::TraceEnd { .. }
+            | Event::MonitorContention { .. }
+            | Event::ObjectRefs { .. }
+            | Event::ArrayRefs { .. }
+            | Event::StaticRoot { .. }
+            | Event::Root { .. }
+            | Event::EndOfReport { .. } => return None,
         })
     }
 
@@ -425,6 +550,19 @@ pub fn code_name(code: u8) -> &'static str {
         END_BURST => "END_BURST",
         TRACE_END => "TRACE_END",
         MONITOR_CONTENTION => "MONITOR_CONTENTION",
+        OBJECT_REFS => "OBJECT_REFS",
+        ARRAY_REFS => "ARRAY_REFS",
+        STATIC_ROOT => "STATIC_ROOT",
+        JAVA_STACK_ROOT => "JAVA_STACK_ROOT",
+        JNI_LOCAL_ROOT => "JNI_LOCAL_ROOT",
+        JNI_GLOBAL_ROOT => "JNI_GLOBAL_ROOT",
+        UNKNOWN_ROOT => "UNKNOWN_ROOT",
+        STICKY_CLASS_ROOT => "STICKY_CLASS_ROOT",
+        THREAD_ROOT => "THREAD_ROOT",
+        MONITOR_ROOT => "MONITOR_ROOT",
+        NATIVE_STACK_ROOT => "NATIVE_STACK_ROOT",
+        GENERATION => "GENERATION",
+        END_OF_REPORT => "END_OF_REPORT",
         _ => "UNKNOWN",
     }
 }

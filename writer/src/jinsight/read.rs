@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::model::{
-    self, ArrayDef, ClassDef, Element, Enter, FieldDef, Leave, MethodDef, MethodId,
+    self, ArrayDef, ClassDef, Element, Enter, FieldDef, HeapPart, Leave, MethodDef, MethodId,
 };
 use crate::read::{DecodeError, EventReader, Format};
 use std::collections::{HashMap, VecDeque};
@@ -30,6 +30,8 @@ pub struct Translator {
     bursts: u32,
     /// Each thread's last ticks: the time of its untimed MONITOR_CONTENTION.
     last_ticks: HashMap<u32, u64>,
+    /// The latest ticks read: the time of an untimed heap event.
+    latest: u64,
 }
 
 fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
@@ -74,6 +76,13 @@ impl Translator {
         if let Some((thread, ticks)) = timed {
             self.last_ticks.insert(thread, ticks);
         }
+        if let Some(ticks) = event.ticks() {
+            self.latest = self.latest.max(ticks);
+        }
+        let heap = |part| model::Event::Heap {
+            ticks: self.latest,
+            part: Box::new(part),
+        };
         let translated = match event {
             Event::ClassDefine { .. } | Event::TraceEnd { .. } => return Ok(()),
             // Untimed: an enter and its entered at the thread's last ticks, without a stack.
@@ -271,6 +280,34 @@ impl Translator {
                 ticks,
                 burst: self.bursts,
             },
+            Event::ObjectRefs { object, to } => heap(HeapPart::Refs {
+                object,
+                array: false,
+                to,
+            }),
+            Event::ArrayRefs { array, to } => heap(HeapPart::Refs {
+                object: array,
+                array: true,
+                to: to.into_iter().filter(|&o| o != NO_OBJECT).collect(),
+            }),
+            Event::StaticRoot { class, to } => heap(HeapPart::Statics {
+                class: u32::from(class),
+                to,
+            }),
+            Event::Root {
+                code,
+                thread,
+                object,
+            } => heap(HeapPart::Root {
+                kind: root_kind(code),
+                thread: root_has_thread(code).then_some(thread),
+                object,
+            }),
+            Event::Generation { ticks } => model::Event::Heap {
+                ticks,
+                part: Box::new(HeapPart::Generation),
+            },
+            Event::EndOfReport { events } => heap(HeapPart::EndOfReport { events }),
         };
         match translated {
             model::Event::ObjectDefine(_) => self.held = Some((offset, translated)),

@@ -143,6 +143,59 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
     }
 }
 
+/// The text of a USER_EVENT as the visualizer reads it: it takes a text that begins with `r`
+/// for a burst's end and one that begins with `p` for a burst's beginning, and an empty one
+/// stops its reader; such texts get a leading space.
+fn user_text(text: &str) -> String {
+    if text.is_empty() || text.starts_with(['r', 'p']) {
+        format!(" {}", text)
+    } else {
+        text.to_string()
+    }
+}
+
+/// A heap dump's part as its JinsightLive event.
+fn heap_event(ticks: u64, part: &model::HeapPart) -> Event {
+    use model::HeapPart as H;
+    match part {
+        H::Refs {
+            object,
+            array: false,
+            to,
+        } => Event::ObjectRefs {
+            object: *object,
+            to: to.clone(),
+        },
+        H::Refs { object, to, .. } => Event::ArrayRefs {
+            array: *object,
+            to: to.clone(),
+        },
+        H::Statics { class, to } => Event::StaticRoot {
+            class: *class as u16,
+            to: to.clone(),
+        },
+        // A root whose thread is not known is an unknown root: the others need their thread.
+        H::Root {
+            kind,
+            thread,
+            object,
+        } => match (kind.has_thread(), thread) {
+            (true, None) => Event::Root {
+                code: UNKNOWN_ROOT,
+                thread: 0,
+                object: *object,
+            },
+            _ => Event::Root {
+                code: root_code(*kind),
+                thread: thread.unwrap_or(0),
+                object: *object,
+            },
+        },
+        H::Generation => Event::Generation { ticks },
+        H::EndOfReport { events } => Event::EndOfReport { events: *events },
+    }
+}
+
 fn members<'a>(list: impl Iterator<Item = (&'a String, &'a String, u16)>) -> Vec<MemberDef> {
     list.map(|(name, signature, access)| MemberDef {
         name: name.clone(),
@@ -231,8 +284,9 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
             M::GcFinish { ticks } => Event::GcStop { ticks: *ticks },
             M::UserEvent { ticks, text } => Event::UserEvent {
                 ticks: *ticks,
-                message: text.clone(),
+                message: user_text(text),
             },
+            M::Heap { ticks, part } => heap_event(*ticks, part),
         };
         self.encoder.write(&e)
     }

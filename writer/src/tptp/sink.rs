@@ -317,6 +317,9 @@ impl<E: Encode> TptpSink<E> {
 impl<E: Encode> Sink for TptpSink<E> {
     fn event(&mut self, event: &Event) -> io::Result<()> {
         let m = match event {
+            // TPTP's heap dumps are not written: the live connection and `jlive ctl heap`
+            // into the trace are JinsightLive's.
+            Event::Heap { .. } => return Ok(()),
             Event::Sync(s) => self.sync(s),
             Event::VmInit { ticks } => Message::new(&RUNTIME_INIT_DONE).long("time", *ticks),
             Event::VmDeath { ticks } => Message::new(&RUNTIME_SHUTDOWN).long("time", *ticks),

@@ -1,0 +1,399 @@
+//! IBM JinsightLive's live connection (`live=PORT`): the visualizer (File > Connect to a Java
+//! VM) connects over TCP, reads the trace as a stream and drives bursts and heap dumps from
+//! its Tracing menu. Served by the control thread beside the control socket.
+//!
+//! ```text
+//! jlive → visualizer   one byte it throws away, then the trace: header ('b' ...), events
+//! visualizer → jlive   one command per line ("go 1\n"), never answered: every byte jlive
+//!                      sends is read as a trace event, and only while the visualizer waits
+//!                      for something: a burst's END_BURST, a dump's GENERATION, or the
+//!                      END_OF_REPORT of a request it is not served (with 0 events)
+//! ```
+//!
+//! Commands (what the visualizer's Live Configuration sends before each burst, then the burst):
+//! `go N` and `flashlight_go 1 DEPTH` begin a burst (an empty one if it cannot begin), `stop`
+//! ends it, `maxevents N` and `bursttimeout SECONDS` end the next bursts early, `forcegc 1`
+//! collects before a burst's end; `dp` dumps the live objects, `dr` their references and the
+//! roots, `markgeneration` marks a generation, `reportthreadsclasses` is answered with an empty
+//! report. Value filters, triggers and `watchmonitors` are not served: jlive says so once in its
+//! log and the bursts go on without them.
+//!
+//! One client at a time (a second is closed at once); loopback only unless `token=`, and then
+//! the client sends `auth TOKEN` first. While connected, the visualizer alone begins bursts and
+//! the trace streams to it (with a copy in the next file when `file=` was given); when it goes,
+//! its burst ends and the trace goes on in the next file.
+
+use crate::ffi::jvmti::Jvmti;
+use crate::heap::{self, Dump};
+use crate::log;
+use crate::profiler::Profiler;
+use jlive_writer::record::{DumpEnd, HeapDump, Message};
+use std::collections::HashSet;
+use std::io::{ErrorKind, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The longest command line taken; a longer one closes the connection.
+const MAX_LINE: usize = 4096;
+
+static CONNECTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a visualizer is connected (and drives the bursts).
+pub fn connected() -> bool {
+    CONNECTED.load(Ordering::SeqCst)
+}
+
+/// The listening socket and its client.
+pub struct Server {
+    listener: TcpListener,
+    token: Option<String>,
+    client: Option<Client>,
+}
+
+struct Client {
+    stream: TcpStream,
+    peer: SocketAddr,
+    pending: Vec<u8>,
+    authed: bool,
+    streaming: bool,
+    settings: Settings,
+    burst: Option<Burst>,
+    /// Commands already said to be not served (said once each).
+    said: HashSet<String>,
+}
+
+/// What the visualizer asked of the next bursts.
+#[derive(Default)]
+struct Settings {
+    max_events: Option<u64>,
+    timeout: Option<Duration>,
+    force_gc: bool,
+}
+
+/// The visualizer's open burst.
+struct Burst {
+    deadline: Option<Instant>,
+    /// Events written when it began, and the most it may add.
+    events_at: u64,
+    max_events: Option<u64>,
+}
+
+/// Binds `live=` at load, so that a port in use stops the JVM before `main`.
+pub fn listen(p: &crate::options::Options) -> Result<Option<Server>, String> {
+    let Some(addr) = p.live else {
+        return Ok(None);
+    };
+    let listener =
+        TcpListener::bind(addr).map_err(|e| format!("cannot listen on live={}: {}", addr, e))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    // The visualizer's dialog asks for the port "the VM prints to stderr".
+    log::warn(&format!(
+        "JinsightLive visualizer: connect to {} port {}",
+        bound.ip(),
+        bound.port()
+    ));
+    Ok(Some(Server {
+        listener,
+        token: p.token.clone(),
+        client: None,
+    }))
+}
+
+impl Server {
+    /// The descriptors to poll: the listener, then the client if any.
+    pub fn fds(&self) -> Vec<RawFd> {
+        let mut fds = vec![self.listener.as_raw_fd()];
+        fds.extend(self.client.as_ref().map(|c| c.stream.as_raw_fd()));
+        fds
+    }
+
+    /// Serves what poll found ready (`ready`: the revents of [`Server::fds`], in order).
+    pub fn serve(&mut self, p: &Profiler, jvmti: Jvmti, ready: &[i16]) {
+        if ready.get(1).is_some_and(|&r| r != 0) {
+            let keep = self
+                .client
+                .as_mut()
+                .is_some_and(|c| c.read(p, jvmti, self.token.as_deref()));
+            if !keep {
+                self.drop_client(p, jvmti);
+            }
+        }
+        if ready.first().is_some_and(|&r| r != 0) {
+            self.accept(p, jvmti);
+        }
+    }
+
+    /// Ends the visualizer's burst when its time or its events are up (or notes that
+    /// something else ended it).
+    pub fn tick(&mut self, p: &Profiler, jvmti: Jvmti) {
+        let Some(c) = self.client.as_mut() else {
+            return;
+        };
+        let Some(b) = &c.burst else {
+            return;
+        };
+        if !p.bursts.lock().is_open() {
+            c.burst = None;
+            return;
+        }
+        let written = p.stats.events.load(Ordering::Relaxed);
+        let over = b
+            .max_events
+            .is_some_and(|m| written.saturating_sub(b.events_at) >= m);
+        if over || b.deadline.is_some_and(|d| Instant::now() >= d) {
+            c.end_burst(p, jvmti);
+        }
+    }
+
+    fn accept(&mut self, p: &Profiler, jvmti: Jvmti) {
+        while let Ok((stream, peer)) = self.listener.accept() {
+            if self.client.is_some() {
+                log::info(&format!(
+                    "live: a second visualizer ({}) refused: one is connected",
+                    peer
+                ));
+                continue;
+            }
+            // Blocking: the control thread reads only what poll says is there.
+            if stream.set_nonblocking(false).is_err() {
+                continue;
+            }
+            let mut c = Client {
+                stream,
+                peer,
+                pending: Vec::new(),
+                authed: self.token.is_none(),
+                streaming: false,
+                settings: Settings::default(),
+                burst: None,
+                said: HashSet::new(),
+            };
+            log::info(&format!("live: visualizer connected from {}", peer));
+            if c.authed && !c.start_stream(p, jvmti) {
+                continue;
+            }
+            self.client = Some(c);
+        }
+    }
+
+    /// The client went (or broke the protocol): its burst ends, the trace goes back to a file.
+    fn drop_client(&mut self, p: &Profiler, jvmti: Jvmti) {
+        let Some(mut c) = self.client.take() else {
+            return;
+        };
+        log::info(&format!("live: visualizer {} gone", c.peer));
+        if c.burst.is_some() {
+            c.end_burst(p, jvmti);
+        }
+        if c.streaming {
+            CONNECTED.store(false, Ordering::SeqCst);
+            if let Err(e) = p.roll_into(None) {
+                log::info(&format!(
+                    "live: the trace does not go back to a file: {}",
+                    e
+                ));
+            }
+        }
+    }
+}
+
+impl Client {
+    /// Reads what the client sent (once: poll said it is there) and obeys it; false: close.
+    fn read(&mut self, p: &Profiler, jvmti: Jvmti, token: Option<&str>) -> bool {
+        let mut buf = [0u8; 4096];
+        let n = match self.stream.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::WouldBlock => {
+                return true
+            }
+            Err(_) => return false,
+        };
+        self.pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            // The visualizer writes each character's low byte: Latin-1 text.
+            let line: String = line.iter().map(|&b| char::from(b)).collect();
+            if !self.command(p, jvmti, line.trim(), token) {
+                return false;
+            }
+        }
+        if self.pending.len() > MAX_LINE {
+            log::info(&format!(
+                "live: a line of more than {} bytes from {}: closed",
+                MAX_LINE, self.peer
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// Hands the trace over to this connection; false when that failed.
+    fn start_stream(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+        if p.bursts.lock().is_open() {
+            log::info("live: the visualizer takes over: the open burst ends");
+            let _ = p.end_burst(jvmti);
+        }
+        let Ok(writer_side) = self.stream.try_clone() else {
+            return false;
+        };
+        CONNECTED.store(true, Ordering::SeqCst);
+        match p.roll_into(Some(writer_side)) {
+            Ok(_) => {
+                self.streaming = true;
+                true
+            }
+            Err(e) => {
+                CONNECTED.store(false, Ordering::SeqCst);
+                log::warn(&format!("live: cannot stream to the visualizer: {}", e));
+                false
+            }
+        }
+    }
+
+    /// One command line; false: close the connection.
+    fn command(&mut self, p: &Profiler, jvmti: Jvmti, line: &str, token: Option<&str>) -> bool {
+        let (word, rest) = match line.split_once(' ') {
+            Some((w, r)) => (w, r.trim()),
+            None => (line, ""),
+        };
+        if !self.authed {
+            let ok = word == "auth" && token.is_some_and(|t| crate::control::same_secret(rest, t));
+            if !ok {
+                log::info(&format!("live: {} did not authenticate: closed", self.peer));
+                return false;
+            }
+            self.authed = true;
+            return self.start_stream(p, jvmti);
+        }
+        match word {
+            "" | "auth" => {}
+            "go" | "flashlight_go" => self.begin_burst(p, jvmti),
+            "stop" if self.burst.is_some() => self.end_burst(p, jvmti),
+            // Nothing of the visualizer's is open: it stops reading by itself.
+            "stop" => {}
+            "dp" => self.dump(p, Dump::Population),
+            "dr" => self.dump(p, Dump::References),
+            "markgeneration" => send_end(p, DumpEnd::Generation),
+            // Threads and classes are defined as the trace needs them: an empty report.
+            "reportthreadsclasses" => send_end(p, DumpEnd::Report),
+            "maxevents" => self.settings.max_events = limit(rest),
+            "bursttimeout" => self.settings.timeout = limit(rest).map(Duration::from_secs),
+            "forcegc" => self.settings.force_gc = rest == "1",
+            "watchmonitors" if rest == "1" && !p.options.monitors => self.say_once(
+                word,
+                "watchmonitors: contention is recorded when the JVM starts with monitors=on",
+            ),
+            "watchmonitors"
+            | "endburstontrigger"
+            | "resetendburstontrigger"
+            | "resettrigger"
+            | "resetfilters"
+            | "resetargvalues"
+            | "resetfieldvalues"
+            | "resetreturnvalue"
+            | "prettyprintstrings"
+            | "prettyprintcolors"
+            | "prettyprintarraysmax"
+            | "filteroff" => {}
+            "traceargvalues" | "tracefieldvalues" | "tracereturnvalue" => self.say_once(
+                word,
+                "argument, field and return values are not recorded: the bursts go on without them",
+            ),
+            "tracemethod" => self.say_once(
+                word,
+                "\"Limit to\" is not applied live: start the JVM with include=/exclude=",
+            ),
+            "triggermethod" => self.say_once(word, "triggers are not served: begin bursts by hand"),
+            _ => {
+                let shown: String = word.chars().take(40).collect();
+                self.say_once(word, &format!("unknown command {:?} ignored", shown));
+            }
+        }
+        true
+    }
+
+    fn say_once(&mut self, word: &str, text: &str) {
+        if self.said.len() < 64 && self.said.insert(word.to_string()) {
+            log::info(&format!("live: {}", text));
+        }
+    }
+
+    fn begin_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
+        if self.burst.is_some() {
+            return;
+        }
+        match p.open_burst(jvmti, None, None) {
+            Ok(_) => {
+                self.burst = Some(Burst {
+                    deadline: self.settings.timeout.map(|t| Instant::now() + t),
+                    events_at: p.stats.events.load(Ordering::Relaxed),
+                    max_events: self.settings.max_events,
+                })
+            }
+            Err(e) => {
+                // The visualizer waits for an END_BURST: an empty burst that says why.
+                log::info(&format!("live: no burst: {}", e));
+                let ticks = crate::clock::ticks();
+                p.hub.control(Message::BurstBegin { ticks });
+                p.hub.control(Message::UserEvent {
+                    ticks,
+                    text: format!("jlive: no burst: {}", e),
+                });
+                p.hub.control(Message::BurstEnd { ticks });
+            }
+        }
+    }
+
+    fn end_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
+        self.burst = None;
+        if self.settings.force_gc {
+            let _ = jvmti.force_garbage_collection();
+        }
+        if let Err(e) = p.end_burst(jvmti) {
+            log::info(&format!("live: {}", e));
+        }
+    }
+
+    fn dump(&mut self, p: &Profiler, what: Dump) {
+        match heap::to_trace(p, what) {
+            Ok(text) => log::info(&format!("live: {}", text)),
+            Err(e) => {
+                log::info(&format!("live: no heap dump: {}", e));
+                send_end(p, DumpEnd::Report);
+            }
+        }
+    }
+}
+
+/// A dump of nothing: the generation mark, or an empty report.
+fn send_end(p: &Profiler, end: DumpEnd) {
+    p.hub.collect();
+    p.hub.control(Message::Heap(Box::new(HeapDump {
+        ticks: crate::clock::ticks(),
+        end,
+        ..HeapDump::default()
+    })));
+}
+
+/// A count the visualizer sends (`maxevents`, `bursttimeout`): None for none, an empty field
+/// or its "no limit" (2147483647).
+fn limit(text: &str) -> Option<u64> {
+    text.parse::<u64>().ok().filter(|&n| n < i32::MAX as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_read_as_the_visualizer_sends_them() {
+        assert_eq!(limit("50000"), Some(50000));
+        assert_eq!(limit("2147483647"), None);
+        assert_eq!(limit(""), None);
+        assert_eq!(limit("x"), None);
+    }
+}

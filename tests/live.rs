@@ -1,0 +1,317 @@
+//! The live connection (`live=PORT`): a client of ours speaks IBM JinsightLive visualizer's
+//! protocol (read from its classes: one byte it throws away, the trace header, then events
+//! only while it waits for an answer; commands one per line, never answered) and reads the
+//! stream with jlive's decoder. Bursts hold exactly the phase they covered, `dp` gives exactly
+//! the program's held nodes and `dr` exactly their references; a client that vanishes
+//! mid-burst or sends garbage leaves the JVM running and the next client served.
+
+mod common;
+
+use common::*;
+use jlive_writer::jinsight::{self, Event, StreamDecoder};
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What the visualizer sends before every burst (Live Configuration's defaults).
+const SETTINGS: &str = "maxevents 2147483647\nbursttimeout 2147483647\nresetendburstontrigger\n\
+prettyprintstrings 1\nprettyprintcolors 1\nprettyprintarraysmax 256\nforcegc 0\nwatchmonitors 0\n\
+resettrigger\nresetfilters\nresetargvalues\nresetfieldvalues\nresetreturnvalue\ntraceargvalues * *\n";
+
+/// A visualizer of ours: the connection, and what the stream has defined so far.
+struct Visualizer {
+    socket: TcpStream,
+    events: StreamDecoder<BufReader<TcpStream>>,
+    /// Class ID → (name, method names); object ID → class ID.
+    classes: HashMap<u16, (String, Vec<String>)>,
+    objects: HashMap<u32, u16>,
+}
+
+impl Visualizer {
+    fn connect(port: u16) -> Visualizer {
+        let mut socket = TcpStream::connect(("127.0.0.1", port)).expect("connect to live=");
+        socket
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut filler = [0u8; 1];
+        socket
+            .read_exact(&mut filler)
+            .expect("the byte before the trace");
+        // One byte at a time from a buffer: a stream's next event may not have come yet.
+        let reader = BufReader::new(socket.try_clone().unwrap());
+        let events = StreamDecoder::with_chunk(reader, 1).expect("the trace header");
+        assert_eq!(events.header().version, jinsight::VERSION);
+        Visualizer {
+            socket,
+            events,
+            classes: HashMap::new(),
+            objects: HashMap::new(),
+        }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.socket.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Events up to and with the first of code `until`, definitions noted.
+    fn until(&mut self, until: u8) -> Vec<Event> {
+        let mut events = Vec::new();
+        loop {
+            let (_, e) = self
+                .events
+                .next_event()
+                .expect("a well-formed stream")
+                .expect("the stream goes on");
+            match &e {
+                Event::ClassLoad(c) => {
+                    let methods = c.methods.iter().map(|m| m.name.clone()).collect();
+                    self.classes.insert(c.class, (c.name.clone(), methods));
+                }
+                Event::ObjectDefined { object, class, .. } => {
+                    self.objects.insert(*object, *class);
+                }
+                _ => {}
+            }
+            let done = e.code() == until;
+            events.push(e);
+            if done {
+                return events;
+            }
+        }
+    }
+
+    fn class_of(&self, object: u32) -> &str {
+        self.objects
+            .get(&object)
+            .and_then(|c| self.classes.get(c))
+            .map_or("?", |c| c.0.as_str())
+    }
+
+    /// Entries per `Class.method` among `events`.
+    fn calls(&self, events: &[Event]) -> HashMap<String, u64> {
+        let mut calls = HashMap::new();
+        for e in events {
+            if let Event::MethodEnter { class, method, .. } = e {
+                let (name, methods) = &self.classes[class];
+                let key = format!("{}.{}", name, methods[usize::from(*method)]);
+                *calls.entry(key).or_insert(0) += 1;
+            }
+        }
+        calls
+    }
+
+    /// A burst as the visualizer takes it: settings, `go 1`, the work once it has begun,
+    /// `stop`; its events.
+    fn burst(&mut self, socket: &Path, work: impl FnOnce()) -> Vec<Event> {
+        self.send(&format!("{}go 1\n", SETTINGS));
+        let mut events = self.until(jinsight::BEGIN_BURST);
+        // The visualizer sends no more till the burst ends; a test must know that recording
+        // has begun before the work (the burst's beginning is written before it has).
+        wait_for(socket, "state=tracing");
+        work();
+        self.send("stop\n");
+        events.extend(self.until(jinsight::END_BURST));
+        events
+    }
+}
+
+fn wait_for(socket: &Path, state: &str) {
+    let start = Instant::now();
+    while !ok(socket, &["status"]).contains(state) {
+        assert!(start.elapsed() < Duration::from_secs(30), "never {}", state);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
+    for jdk in jdks() {
+        for capture in ["events", "bci"] {
+            let dir = scratch("live");
+            let (socket, file) = (dir.join("c.sock"), dir.join("t.trc"));
+            let _ = &file;
+            let port = free_port();
+            let options = format!(
+                "live={},capture={},control={},file={}",
+                port,
+                capture,
+                socket.display(),
+                file.display()
+            );
+            let setup = format!("{} {}", jdk.name, capture);
+            let mut jvm = Driven::start(&jdk, &options, "Phases");
+            assert!(
+                ok(&socket, &["status"]).contains("state=paused"),
+                "{}",
+                setup
+            );
+            let mut v = Visualizer::connect(port);
+            // Nothing but the visualizer begins bursts now.
+            let refused = ctl(&socket, &["start"]);
+            assert!(refused.1.contains("visualizer"), "{}: {:?}", setup, refused);
+
+            jvm.phase(1);
+            let first = v.burst(&socket, || jvm.phase(2));
+            let calls = v.calls(&first);
+            assert_eq!(calls.get("Phases.p2"), Some(&2000), "{}", setup);
+            assert_eq!(calls.get("Phases.p1"), None, "{}", setup);
+            jvm.phase(3);
+            let second = v.burst(&socket, || jvm.phase(1));
+            let calls = v.calls(&second);
+            assert_eq!(calls.get("Phases.p1"), Some(&1000), "{}", setup);
+            assert_eq!(
+                calls.get("Phases.p3"),
+                None,
+                "{}: phase 3 ran between bursts",
+                setup
+            );
+
+            // dp: exactly the held nodes; dr: exactly their references.
+            writeln!(jvm.input, "hold 500").unwrap();
+            assert_eq!(jvm.line(), "held 500");
+            v.send("dp\n");
+            let population = v.until(jinsight::GENERATION);
+            let nodes: Vec<u32> = population
+                .iter()
+                .filter_map(|e| match e {
+                    Event::ObjectDefined { object, .. } => Some(*object),
+                    _ => None,
+                })
+                .filter(|&o| v.class_of(o) == "Phases$Node")
+                .collect();
+            assert_eq!(nodes.len(), 500, "{}: dp lists the held nodes", setup);
+            v.send("dr\n");
+            let references = v.until(jinsight::GENERATION);
+            let mut node_refs = 0;
+            let mut held_by_static = false;
+            for e in &references {
+                match e {
+                    Event::ObjectRefs { object, to } if v.class_of(*object) == "Phases$Node" => {
+                        node_refs += to
+                            .iter()
+                            .filter(|&&o| v.class_of(o) == "Phases$Node")
+                            .count()
+                    }
+                    Event::StaticRoot { class, to } if v.classes[class].0 == "Phases" => {
+                        held_by_static = to.iter().any(|&o| v.class_of(o) == "Phases$Node")
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(node_refs, 499, "{}: dr gives the list's references", setup);
+            assert!(held_by_static, "{}: Phases.held is a static root", setup);
+            v.send("markgeneration\n");
+            v.until(jinsight::GENERATION);
+            v.send("reportthreadsclasses\nno such command\n");
+            let report = v.until(jinsight::END_OF_REPORT);
+            assert!(
+                matches!(report.last(), Some(Event::EndOfReport { events: 0 })),
+                "{}: {:?}",
+                setup,
+                report.last()
+            );
+
+            // A second visualizer is turned away; the first goes on.
+            let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            second
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            assert_eq!(second.read(&mut [0u8; 1]).unwrap(), 0, "{}", setup);
+
+            // It vanishes mid-burst: the burst ends, the JVM runs on.
+            v.send(&format!("{}go 1\n", SETTINGS));
+            v.until(jinsight::BEGIN_BURST);
+            wait_for(&socket, "state=tracing");
+            v.socket.shutdown(Shutdown::Both).unwrap();
+            drop(v);
+            wait_for(&socket, "state=paused");
+            jvm.phase(2);
+
+            // Garbage closes a connection, and the next client is served.
+            let mut garbage = Visualizer::connect(port);
+            garbage.send("\u{1}\u{2}go go go\n");
+            garbage.send(&"x".repeat(10_000));
+            garbage
+                .socket
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let mut rest = Vec::new();
+            let _ = garbage.socket.read_to_end(&mut rest);
+            drop(garbage);
+            wait_for(&socket, "state=paused");
+            let mut v = Visualizer::connect(port);
+            let third = v.burst(&socket, || jvm.phase(3));
+            assert_eq!(v.calls(&third).get("Phases.p3"), Some(&3000), "{}", setup);
+            drop(v);
+            wait_for(&socket, "state=paused");
+            // Back to the file: `jlive ctl heap` writes the same dump into it.
+            ok(&socket, &["start"]);
+            ok(&socket, &["heap"]);
+            ok(&socket, &["stop"]);
+            jvm.quit();
+
+            // Each session streamed with a copy in the next file (t.1, t.3, t.5), and the trace
+            // went on in the one after it (t.2, t.4, t.6).
+            let trace = read_trace(&dir.join("t.6.trc"));
+            let node_class = trace
+                .classes
+                .iter()
+                .find(|(_, c)| c.name == "Phases$Node")
+                .map(|(&id, _)| id);
+            let mut node_objects = std::collections::HashSet::new();
+            let mut refs = 0;
+            for (_, e) in &trace.events {
+                match e {
+                    jlive_writer::model::Event::ObjectDefine(o) if Some(o.class) == node_class => {
+                        node_objects.insert(o.object);
+                    }
+                    jlive_writer::model::Event::Heap { part, .. } => {
+                        if let jlive_writer::model::HeapPart::Refs { object, to, .. } = &**part {
+                            if node_objects.contains(object) {
+                                refs += to.iter().filter(|o| node_objects.contains(o)).count();
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(node_objects.len(), 500, "{}: ctl heap into the file", setup);
+            assert_eq!(refs, 499, "{}: ctl heap into the file", setup);
+            // Each session's copy is a whole trace: the first held both bursts.
+            let copy = read_trace(&dir.join("t.1.trc"));
+            let entries = |name: &str| {
+                copy.events
+                    .iter()
+                    .filter(|(_, e)| match e {
+                        jlive_writer::model::Event::MethodEnter(m) => {
+                            copy.method_name(m.method) == name
+                        }
+                        _ => false,
+                    })
+                    .count()
+            };
+            assert_eq!(
+                entries("Phases.p2"),
+                2000,
+                "{}: the first session's copy",
+                setup
+            );
+            assert_eq!(
+                entries("Phases.p1"),
+                1000,
+                "{}: the first session's copy",
+                setup
+            );
+        }
+    }
+}
