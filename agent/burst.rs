@@ -100,20 +100,21 @@ impl Profiler {
         label: Option<&str>,
         flags: Option<BurstFlags>,
     ) -> Result<String, String> {
-        if crate::live::connected() {
-            return Err("the JinsightLive visualizer is connected and drives the bursts".into());
-        }
-        self.open_burst(jvmti, label, flags)
+        self.open_burst(jvmti, label, flags, false)
     }
 
-    /// [`Profiler::begin_burst`], whoever asks (the live connection itself).
+    /// [`Profiler::begin_burst`]; `live`: for the visualizer, which alone may while connected.
     pub fn open_burst(
         &self,
         jvmti: Jvmti,
         label: Option<&str>,
         flags: Option<BurstFlags>,
+        live: bool,
     ) -> Result<String, String> {
         let mut state = self.bursts.lock();
+        if crate::live::connected() && !live {
+            return Err("the JinsightLive visualizer is connected and drives the bursts".into());
+        }
 
         if state.is_open() {
             return Err(format!("burst {} is already open", state.count));

@@ -86,6 +86,7 @@ impl Driver for Profiler {
             "status" => Ok(self.status()),
             "roll" => self.roll(),
             "flush" => self.flush(),
+            "heap" if rest.is_empty() && crate::live::connected() => Err("the JinsightLive visualizer is connected: it asks for dumps itself (Dump Population, Dump References)".into()),
             "heap" if rest.is_empty() && self.options.formats == [jlive_writer::format::Format::Jinsight] => {
                 crate::heap::to_trace(self, crate::heap::Dump::Both)
             }

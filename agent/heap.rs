@@ -285,17 +285,18 @@ pub fn to_trace(p: &Profiler, what: Dump) -> Result<String, String> {
     };
     if what != Dump::Population {
         let graph = &walked.graph;
+        // A class object's ID holds its class key; class loaders' IDs lie above all.
+        let class_object = |id: u64| id >> 32 == 1;
         for r in graph
             .refs
             .iter()
-            .filter(|r| jlive_writer::heap::is_field(r.kind))
+            .filter(|r| jlive_writer::heap::is_field(r.kind) && r.to < CLASS_IDS)
         {
-            match (r.from >= CLASS_IDS, r.to >= CLASS_IDS) {
-                // Static fields: from the class object, whose ID holds the class key.
-                (true, false) => dump.statics.push((r.from as u32, r.to as u32)),
-                (false, false) => dump.refs.push((r.from as u32, r.to as u32)),
-                // Class objects have no object ID in the trace.
-                _ => {}
+            if class_object(r.from) {
+                // Static fields.
+                dump.statics.push((r.from as u32, r.to as u32));
+            } else if r.from < CLASS_IDS {
+                dump.refs.push((r.from as u32, r.to as u32));
             }
         }
         dump.roots = graph

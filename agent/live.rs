@@ -38,6 +38,9 @@ use std::time::{Duration, Instant};
 /// The longest command line taken; a longer one closes the connection.
 const MAX_LINE: usize = 4096;
 
+/// How long a client has to send `auth TOKEN` (with `token=`).
+const AUTH_TIME: Duration = Duration::from_secs(10);
+
 static CONNECTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether a visualizer is connected (and drives the bursts).
@@ -55,6 +58,7 @@ pub struct Server {
 struct Client {
     stream: TcpStream,
     peer: SocketAddr,
+    since: Instant,
     pending: Vec<u8>,
     authed: bool,
     streaming: bool,
@@ -129,6 +133,14 @@ impl Server {
     /// Ends the visualizer's burst when its time or its events are up (or notes that
     /// something else ended it).
     pub fn tick(&mut self, p: &Profiler, jvmti: Jvmti) {
+        if self
+            .client
+            .as_ref()
+            .is_some_and(|c| !c.authed && c.since.elapsed() > AUTH_TIME)
+        {
+            log::info("live: a client that did not authenticate in time: closed");
+            self.drop_client(p, jvmti);
+        }
         let Some(c) = self.client.as_mut() else {
             return;
         };
@@ -164,6 +176,7 @@ impl Server {
             let mut c = Client {
                 stream,
                 peer,
+                since: Instant::now(),
                 pending: Vec::new(),
                 authed: self.token.is_none(),
                 streaming: false,
@@ -196,6 +209,20 @@ impl Server {
                     e
                 ));
             }
+        }
+    }
+}
+
+impl Drop for Server {
+    /// The control thread is done. After a panic it caught, the stream is shut (the writer
+    /// stops writing to it) and bursts may begin again; at VM death the trace's end still
+    /// goes to the visualizer.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Some(c) = &self.client {
+                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            }
+            CONNECTED.store(false, Ordering::SeqCst);
         }
     }
 }
@@ -233,14 +260,15 @@ impl Client {
 
     /// Hands the trace over to this connection; false when that failed.
     fn start_stream(&mut self, p: &Profiler, jvmti: Jvmti) -> bool {
+        let Ok(writer_side) = self.stream.try_clone() else {
+            return false;
+        };
+        // First, so that no one else begins a burst from here on.
+        CONNECTED.store(true, Ordering::SeqCst);
         if p.bursts.lock().is_open() {
             log::info("live: the visualizer takes over: the open burst ends");
             let _ = p.end_burst(jvmti);
         }
-        let Ok(writer_side) = self.stream.try_clone() else {
-            return false;
-        };
-        CONNECTED.store(true, Ordering::SeqCst);
         match p.roll_into(Some(writer_side)) {
             Ok(_) => {
                 self.streaming = true;
@@ -326,14 +354,18 @@ impl Client {
         if self.burst.is_some() {
             return;
         }
-        match p.open_burst(jvmti, None, None) {
-            Ok(_) => {
-                self.burst = Some(Burst {
-                    deadline: self.settings.timeout.map(|t| Instant::now() + t),
-                    events_at: p.stats.events.load(Ordering::Relaxed),
-                    max_events: self.settings.max_events,
-                })
-            }
+        let burst = Burst {
+            deadline: self.settings.timeout.map(|t| Instant::now() + t),
+            events_at: p.stats.events.load(Ordering::Relaxed),
+            max_events: self.settings.max_events,
+        };
+        if p.bursts.lock().is_open() {
+            // Begun before the visualizer came (a race lost by a moment): it is the visualizer's.
+            self.burst = Some(burst);
+            return;
+        }
+        match p.open_burst(jvmti, None, None, true) {
+            Ok(_) => self.burst = Some(burst),
             Err(e) => {
                 // The visualizer waits for an END_BURST: an empty burst that says why.
                 log::info(&format!("live: no burst: {}", e));

@@ -46,8 +46,11 @@ pub struct LiveOut {
     copy: Option<File>,
 }
 
-/// How long a write may wait for a client that reads nothing before the stream is given up.
+/// How long one send may wait for a client that reads nothing, and how long a whole write
+/// may take, before the stream is given up (the connection is then shut, so that the agent
+/// sees the client gone and the trace goes back to a file).
 pub const LIVE_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const LIVE_WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
 thread_local! {
     /// The connection the next trace opened on this thread streams to ([`streaming`]).
@@ -86,11 +89,36 @@ impl Write for LiveOut {
         if let Some(copy) = &mut self.copy {
             copy.write_all(buf)?;
         }
-        (&self.socket).write_all(buf)
+        self.send_all(buf).map_err(|e| {
+            let _ = self.socket.shutdown(std::net::Shutdown::Both);
+            io::Error::new(e.kind(), format!("the live client is gone ({})", e))
+        })
     }
     fn flush(&mut self) -> io::Result<()> {
         if let Some(copy) = &mut self.copy {
             copy.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl LiveOut {
+    /// Sends all of `buf` within [`LIVE_WRITE_DEADLINE`].
+    fn send_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        let start = std::time::Instant::now();
+        while !buf.is_empty() {
+            if start.elapsed() > LIVE_WRITE_DEADLINE {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the live client reads too slowly",
+                ));
+            }
+            match (&self.socket).write(buf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
