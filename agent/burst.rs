@@ -21,6 +21,9 @@ pub struct BurstFlags {
     pub methods: Methods,
     pub gc: Gc,
     pub alloc: bool,
+    /// Contended monitors (MONITOR_CONTENTION): `monitors=on`, or the visualizer's "track
+    /// monitor contention" for its bursts.
+    pub contention: bool,
 }
 
 /// VA/Java image-level flag values (jlive's numbering; the document gives names only).
@@ -68,6 +71,7 @@ impl BurstFlags {
                 Some(_) => false,
                 None => defaults.alloc,
             },
+            contention: defaults.contention,
         }
     }
 }
@@ -332,9 +336,10 @@ impl Profiler {
             events.push(jvmti::EVENT_OBJECT_FREE);
         }
         if self.options.monitors && self.caps.has(cap::GENERATE_MONITOR_EVENTS) {
+            events.extend([jvmti::EVENT_MONITOR_WAIT, jvmti::EVENT_MONITOR_WAITED]);
+        }
+        if flags.contention && self.caps.has(cap::GENERATE_MONITOR_EVENTS) {
             events.extend([
-                jvmti::EVENT_MONITOR_WAIT,
-                jvmti::EVENT_MONITOR_WAITED,
                 jvmti::EVENT_MONITOR_CONTENDED_ENTER,
                 jvmti::EVENT_MONITOR_CONTENDED_ENTERED,
             ]);
@@ -375,6 +380,7 @@ mod tests {
             methods: Methods::On,
             gc: Gc::Light,
             alloc: false,
+            contention: false,
         };
         let f =
             BurstFlags::from_vajava(vajava::EXE_ON_LIGHT | vajava::GC_OFF | vajava::ALLOC_ON, d);
@@ -383,7 +389,8 @@ mod tests {
             BurstFlags {
                 methods: Methods::Entry,
                 gc: Gc::Off,
-                alloc: true
+                alloc: true,
+                contention: false,
             }
         );
         assert_eq!(BurstFlags::from_vajava(0, d), d);

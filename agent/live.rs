@@ -13,16 +13,19 @@
 //! Commands (what the visualizer's Live Configuration sends before each burst, then the burst):
 //! `go N` and `flashlight_go 1 DEPTH` begin a burst (an empty one if it cannot begin), `stop`
 //! ends it, `maxevents N` and `bursttimeout SECONDS` end the next bursts early, `forcegc 1`
-//! collects before a burst's end; `dp` dumps the live objects, `dr` their references and the
-//! roots, `markgeneration` marks a generation, `reportthreadsclasses` is answered with an empty
-//! report. Value filters, triggers and `watchmonitors` are not served: jlive says so once in its
-//! log and the bursts go on without them.
+//! collects before a burst's end, `watchmonitors 1` records contended monitors
+//! (MONITOR_CONTENTION) in the next bursts; `dp` dumps the live objects, `dr` their references
+//! and the roots, `markgeneration` marks a generation, `reportthreadsclasses` is answered with
+//! an empty report. `traceargvalues C M` and `tracereturnvalue C M` record the arguments and
+//! return values of those methods in the next bursts (capture=events). Field values and
+//! triggers are not served: jlive says so once in its log and the bursts go on without them.
 //!
 //! One client at a time (a second is closed at once); loopback only unless `token=`, and then
 //! the client sends `auth TOKEN` first. While connected, the visualizer alone begins bursts and
 //! the trace streams to it (with a copy in the next file when `file=` was given); when it goes,
 //! its burst ends and the trace goes on in the next file.
 
+use crate::capture::values;
 use crate::ffi::jvmti::Jvmti;
 use crate::heap::{self, Dump};
 use crate::log;
@@ -74,6 +77,10 @@ struct Settings {
     max_events: Option<u64>,
     timeout: Option<Duration>,
     force_gc: bool,
+    watch_monitors: bool,
+    /// The value filters: (class, method) whose arguments, and whose return values, to record.
+    args: values::Patterns,
+    returns: values::Patterns,
 }
 
 /// The visualizer's open burst.
@@ -311,25 +318,35 @@ impl Client {
             "maxevents" => self.settings.max_events = limit(rest),
             "bursttimeout" => self.settings.timeout = limit(rest).map(Duration::from_secs),
             "forcegc" => self.settings.force_gc = rest == "1",
-            "watchmonitors" if rest == "1" && !p.options.monitors => self.say_once(
-                word,
-                "watchmonitors: contention is recorded when the JVM starts with monitors=on",
-            ),
-            "watchmonitors"
-            | "endburstontrigger"
+            "watchmonitors" => self.settings.watch_monitors = rest == "1",
+            "resetargvalues" => self.settings.args.clear(),
+            "resetreturnvalue" => self.settings.returns.clear(),
+            "endburstontrigger"
             | "resetendburstontrigger"
             | "resettrigger"
             | "resetfilters"
-            | "resetargvalues"
             | "resetfieldvalues"
-            | "resetreturnvalue"
             | "prettyprintstrings"
             | "prettyprintcolors"
             | "prettyprintarraysmax"
             | "filteroff" => {}
-            "traceargvalues" | "tracefieldvalues" | "tracereturnvalue" => self.say_once(
+            "traceargvalues" | "tracereturnvalue" if p.uses_bci() => self.say_once(
                 word,
-                "argument, field and return values are not recorded: the bursts go on without them",
+                "argument and return values are recorded under capture=events only",
+            ),
+            "traceargvalues" | "tracereturnvalue" => {
+                let Some(filter) = pattern(rest) else {
+                    return true;
+                };
+                if word == "traceargvalues" {
+                    self.settings.args.push(filter);
+                } else {
+                    self.settings.returns.push(filter);
+                }
+            }
+            "tracefieldvalues" => self.say_once(
+                word,
+                "field values are not recorded: the bursts go on without them",
             ),
             "tracemethod" => self.say_once(
                 word,
@@ -364,7 +381,12 @@ impl Client {
             self.burst = Some(burst);
             return;
         }
-        match p.open_burst(jvmti, None, None, true) {
+        values::set(self.settings.args.clone(), self.settings.returns.clone());
+        let flags = crate::burst::BurstFlags {
+            contention: p.options.monitors || self.settings.watch_monitors,
+            ..p.default_flags()
+        };
+        match p.open_burst(jvmti, None, Some(flags), true) {
             Ok(_) => self.burst = Some(burst),
             Err(e) => {
                 // The visualizer waits for an END_BURST: an empty burst that says why.
@@ -382,6 +404,7 @@ impl Client {
 
     fn end_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
         self.burst = None;
+        values::set(Vec::new(), Vec::new());
         if self.settings.force_gc {
             let _ = jvmti.force_garbage_collection();
         }
@@ -411,6 +434,13 @@ fn send_end(p: &Profiler, end: DumpEnd) {
     })));
 }
 
+/// A value filter's `CLASS METHOD` (names as the trace gave them, or typed: dots are slashes).
+fn pattern(text: &str) -> Option<(String, String)> {
+    let (class, method) = text.rsplit_once(' ')?;
+    let class = class.trim().replace('.', "/");
+    (!class.is_empty() && !method.is_empty()).then(|| (class, method.to_string()))
+}
+
 /// A count the visualizer sends (`maxevents`, `bursttimeout`): None for none, an empty field
 /// or its "no limit" (2147483647).
 fn limit(text: &str) -> Option<u64> {
@@ -427,5 +457,15 @@ mod tests {
         assert_eq!(limit("2147483647"), None);
         assert_eq!(limit(""), None);
         assert_eq!(limit("x"), None);
+    }
+
+    #[test]
+    fn value_filters_take_a_class_and_a_method() {
+        assert_eq!(
+            pattern("java.util.HashMap put"),
+            Some(("java/util/HashMap".into(), "put".into()))
+        );
+        assert_eq!(pattern("* *"), Some(("*".into(), "*".into())));
+        assert_eq!(pattern("Phases"), None);
     }
 }

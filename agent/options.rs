@@ -536,7 +536,7 @@ impl Options {
     /// Whether concurrency events name their objects by ID (every format but ORCA, which
     /// names them by hash code).
     pub fn monitor_object_ids(&self) -> bool {
-        self.monitors && self.formats.iter().any(|&f| f != Format::Orca)
+        (self.monitors || self.live.is_some()) && self.formats.iter().any(|&f| f != Format::Orca)
     }
 
     /// Whether a burst opens at VM init.

@@ -531,6 +531,20 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
             log::warn("this JVM cannot give can_generate_method_entry_events: a compiled loop that runs when a burst begins may go unrecorded until it ends");
         }
     }
+    // live=: the visualizer's "track monitor contention" switches contended monitors on for
+    // its bursts (no cost until then).
+    // Under capture=events, its value filters read arguments from the frames' locals.
+    if o.live.is_some() {
+        let locals = (o.capture == Capture::Events).then_some(cap::ACCESS_LOCAL_VARIABLES);
+        for bit in [cap::GENERATE_MONITOR_EVENTS, cap::GET_MONITOR_INFO]
+            .into_iter()
+            .chain(locals)
+        {
+            if potential.has(bit) {
+                wanted.set(bit);
+            }
+        }
+    }
     for optional in [
         cap::MAINTAIN_ORIGINAL_METHOD_ORDER,
         cap::GET_SOURCE_FILE_NAME,
@@ -662,6 +676,7 @@ impl Profiler {
             methods: self.options.methods,
             gc: self.options.gc,
             alloc: self.options.alloc,
+            contention: self.options.monitors,
         }
     }
 

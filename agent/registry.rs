@@ -43,6 +43,8 @@ pub struct Registry {
     line_numbers: std::sync::atomic::AtomicBool,
     /// Details of concurrency events (`monitors=on`), until the writer takes them.
     syncs: parking_lot::Mutex<HashMap<u64, SyncInfo>>,
+    /// Values of calls (the live visualizer's value filters), until the writer takes them.
+    values: parking_lot::Mutex<HashMap<u64, ValuesInfo>>,
     next_sync: std::sync::atomic::AtomicU64,
     /// Threads by identity hash code (the owners of contended monitors).
     thread_hashes: RwLock<HashMap<u32, ThreadKey>>,
@@ -236,6 +238,17 @@ impl Registry {
         self.syncs.lock().remove(&key)
     }
 
+    /// Keeps a call's values for the writer; returns their key.
+    pub fn put_values(&self, info: ValuesInfo) -> u64 {
+        let key = self.next_sync.fetch_add(1, Ordering::Relaxed);
+        self.values.lock().insert(key, info);
+        key
+    }
+
+    pub fn take_values(&self, key: u64) -> Option<ValuesInfo> {
+        self.values.lock().remove(&key)
+    }
+
     pub fn frame_method(&self, method: u64) -> Option<MethodRef> {
         self.frames.read().get(&method).copied()
     }
@@ -266,6 +279,9 @@ impl Symbols for Registry {
     }
     fn sync(&self, key: u64) -> Option<SyncInfo> {
         self.take_sync(key)
+    }
+    fn values(&self, key: u64) -> Option<ValuesInfo> {
+        self.take_values(key)
     }
     fn thread_ended(&self, key: ThreadKey) {
         if let Some(info) = self.threads.write().remove(&key) {

@@ -7,7 +7,9 @@ import java.io.InputStreamReader;
  * 3000 times, each answered "done N"; "quit" ends the program. Phase N also notifies a
  * monitor (no one waits on) 10 N times and sleeps N times, for format=orca. "hold N" makes a
  * list of N Phases$Node objects (N - 1 references between them), held by the static field
- * `held`, answered "held N".
+ * `held`, answered "held N". "contend N" makes N monitors contended once each: main holds a
+ * fresh Phases$Lock until a second thread is blocked entering it, answered "contended N".
+ * "greet NAME" calls greet(NAME, 7, 2.5, true, null) once, answered with what it returned.
  */
 public class Phases {
     static final Object MONITOR = new Object();
@@ -23,6 +25,32 @@ public class Phases {
     }
 
     static Node held;
+
+    static final class Lock {}
+
+    static String greet(String who, long n, double d, boolean b, Object o) {
+        return "hello " + who;
+    }
+
+    static void contend(int n) throws InterruptedException {
+        for (int i = 0; i < n; i++) {
+            final Lock lock = new Lock();
+            Thread t = new Thread(new Runnable() {
+                public void run() {
+                    synchronized (lock) {
+                        lock.hashCode();
+                    }
+                }
+            });
+            synchronized (lock) {
+                t.start();
+                while (t.getState() != Thread.State.BLOCKED) {
+                    Thread.sleep(1);
+                }
+            }
+            t.join();
+        }
+    }
 
     static int p1(int x) {
         return x + 1;
@@ -46,6 +74,18 @@ public class Phases {
             line = line.trim();
             if (line.equals("quit")) {
                 break;
+            }
+            if (line.startsWith("greet ")) {
+                System.out.println(greet(line.substring(6), 7, 2.5, true, null));
+                System.out.flush();
+                continue;
+            }
+            if (line.startsWith("contend ")) {
+                int n = Integer.parseInt(line.substring(8).trim());
+                contend(n);
+                System.out.println("contended " + n);
+                System.out.flush();
+                continue;
             }
             if (line.startsWith("hold ")) {
                 int n = Integer.parseInt(line.substring(5).trim());

@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use jlive_writer::jinsight::{self, Event, StreamDecoder};
+use jlive_writer::model::Value;
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 /// What the visualizer sends before every burst (Live Configuration's defaults).
 const SETTINGS: &str = "maxevents 2147483647\nbursttimeout 2147483647\nresetendburstontrigger\n\
 prettyprintstrings 1\nprettyprintcolors 1\nprettyprintarraysmax 256\nforcegc 0\nwatchmonitors 0\n\
-resettrigger\nresetfilters\nresetargvalues\nresetfieldvalues\nresetreturnvalue\ntraceargvalues * *\n";
+resettrigger\nresetfilters\nresetargvalues\nresetfieldvalues\nresetreturnvalue\ntracefieldvalues * *\n";
 
 /// A visualizer of ours: the connection, and what the stream has defined so far.
 struct Visualizer {
@@ -105,7 +106,12 @@ impl Visualizer {
     /// A burst as the visualizer takes it: settings, `go 1`, the work once it has begun,
     /// `stop`; its events.
     fn burst(&mut self, socket: &Path, work: impl FnOnce()) -> Vec<Event> {
-        self.send(&format!("{}go 1\n", SETTINGS));
+        self.burst_with("", socket, work)
+    }
+
+    /// A burst with `extra` settings after the defaults.
+    fn burst_with(&mut self, extra: &str, socket: &Path, work: impl FnOnce()) -> Vec<Event> {
+        self.send(&format!("{}{}go 1\n", SETTINGS, extra));
         let mut events = self.until(jinsight::BEGIN_BURST);
         // The visualizer sends no more till the burst ends; a test must know that recording
         // has begun before the work (the burst's beginning is written before it has).
@@ -221,6 +227,102 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
                 report.last()
             );
 
+            // "Track monitor contention": exactly the monitors contended in its burst.
+            let mut contend = |n: u32| {
+                writeln!(jvm.input, "contend {}", n).unwrap();
+                assert_eq!(jvm.line(), format!("contended {}", n));
+            };
+            let watched = v.burst_with("watchmonitors 1\n", &socket, || contend(5));
+            let unwatched = v.burst(&socket, || contend(3));
+            let contentions = |events: &[Event]| {
+                events
+                    .iter()
+                    .filter(|e| match e {
+                        Event::MonitorContention { object, .. } => {
+                            v.class_of(*object) == "Phases$Lock"
+                        }
+                        _ => false,
+                    })
+                    .count()
+            };
+            assert_eq!(contentions(&watched), 5, "{}: watchmonitors 1", setup);
+            assert_eq!(contentions(&unwatched), 0, "{}: watchmonitors 0", setup);
+
+            // The value filters: arguments right after each entry, the return value right
+            // before each leave (capture=events; under bci none, and the log says so).
+            let filters = "traceargvalues Phases p1\ntracereturnvalue Phases p1\n\
+                           traceargvalues Phases gre*\ntracereturnvalue Phases greet\n";
+            let valued = v.burst_with(filters, &socket, || {
+                jvm.phase(1);
+                writeln!(jvm.input, "greet world").unwrap();
+                assert_eq!(jvm.line(), "hello world");
+            });
+            let mut p1 = (0, 0);
+            let mut greet = Vec::new();
+            for pair in valued.windows(2) {
+                let name = |class: &u16, method: &u16| {
+                    let (c, methods) = &v.classes[class];
+                    format!("{}.{}", c, methods[usize::from(*method)])
+                };
+                match pair {
+                    // Arguments right after their entry.
+                    [Event::MethodEnter {
+                        class: c1,
+                        method: m1,
+                        ..
+                    }, Event::Values {
+                        returned: false,
+                        class,
+                        method,
+                        values,
+                        ..
+                    }] => {
+                        assert_eq!((c1, m1), (class, method), "{}", setup);
+                        match name(class, method).as_str() {
+                            "Phases.p1" => {
+                                assert!(matches!(values[..], [Value::Int(_)]), "{:?}", values);
+                                p1.0 += 1;
+                            }
+                            _ => greet.push(values.clone()),
+                        }
+                    }
+                    // The return value right before its leave.
+                    [Event::Values {
+                        returned: true,
+                        class,
+                        method,
+                        values,
+                        ..
+                    }, Event::MethodLeave { .. }] => match name(class, method).as_str() {
+                        "Phases.p1" => p1.1 += 1,
+                        _ => greet.push(values.clone()),
+                    },
+                    _ => {}
+                }
+            }
+            if capture == "events" {
+                assert_eq!(p1, (1000, 1000), "{}: p1's arguments and returns", setup);
+                let expected = vec![
+                    vec![
+                        Value::Text("world".into()),
+                        Value::Long(7),
+                        Value::Double(2.5f64.to_bits()),
+                        Value::Boolean(true),
+                        Value::Object(jlive_writer::model::NO_OBJECT),
+                    ],
+                    vec![Value::Text("hello world".into())],
+                ];
+                assert_eq!(greet, expected, "{}: greet's values", setup);
+            } else {
+                assert_eq!((p1, greet.len()), ((0, 0), 0), "{}", setup);
+            }
+            let plain = v.burst(&socket, || jvm.phase(1));
+            let values = plain
+                .iter()
+                .filter(|e| matches!(e, Event::Values { .. }))
+                .count();
+            assert_eq!(values, 0, "{}: the filters were reset", setup);
+
             // A second visualizer is turned away; the first goes on.
             let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
             second
@@ -306,9 +408,10 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
                 "{}: the first session's copy",
                 setup
             );
+            // Bursts with phase 1: the second, the one with values and the one after it.
             assert_eq!(
                 entries("Phases.p1"),
-                1000,
+                3000,
                 "{}: the first session's copy",
                 setup
             );

@@ -29,21 +29,28 @@ pub extern "C" fn method_entry(
         entered(p, ticks, method as MethodKey, object, || {
             attach_java_thread(p, jvmti, thread)
         });
+        if super::values::active() {
+            super::values::entered(p, jvmti, jni, thread, method, ticks);
+        }
     });
 }
 
 /// JVMTI MethodExit.
 pub extern "C" fn method_exit(
     env: *mut jvmtiEnv,
-    _jni: *mut JNIEnv,
+    jni: *mut JNIEnv,
     thread: jthread,
     method: jmethodID,
-    _by_exception: jboolean,
-    _value: jvalue,
+    by_exception: jboolean,
+    value: jvalue,
 ) {
     let ticks = clock::ticks();
     guard(|| {
         let Some(p) = profiler::get() else { return };
+        if super::values::active() {
+            let jvmti = Jvmti::from_raw(env);
+            super::values::exiting(p, jvmti, jni, method, by_exception != 0, value, ticks);
+        }
         exited(p, ticks, method as MethodKey, || {
             attach_java_thread(p, Jvmti::from_raw(env), thread)
         });

@@ -892,6 +892,83 @@ impl Jvmti {
         call!(self, 2, (u32, u32, jthread), mode, event, thread)
     }
 
+    /// Local variable `slot` of the frame at `depth` (GetLocalObject, GetLocalInt...): None
+    /// where the frame has no such variable or cannot be read (a native frame).
+    pub fn local_object(&self, thread: jthread, depth: jint, slot: jint) -> Option<jobject> {
+        let mut v: jobject = ptr::null_mut();
+        call!(
+            self,
+            21,
+            (jthread, jint, jint, *mut jobject),
+            thread,
+            depth,
+            slot,
+            &mut v
+        )
+        .ok()?;
+        Some(v)
+    }
+
+    pub fn local_int(&self, thread: jthread, depth: jint, slot: jint) -> Option<jint> {
+        let mut v: jint = 0;
+        call!(
+            self,
+            22,
+            (jthread, jint, jint, *mut jint),
+            thread,
+            depth,
+            slot,
+            &mut v
+        )
+        .ok()?;
+        Some(v)
+    }
+
+    pub fn local_long(&self, thread: jthread, depth: jint, slot: jint) -> Option<jlong> {
+        let mut v: jlong = 0;
+        call!(
+            self,
+            23,
+            (jthread, jint, jint, *mut jlong),
+            thread,
+            depth,
+            slot,
+            &mut v
+        )
+        .ok()?;
+        Some(v)
+    }
+
+    pub fn local_float(&self, thread: jthread, depth: jint, slot: jint) -> Option<f32> {
+        let mut v: f32 = 0.0;
+        call!(
+            self,
+            24,
+            (jthread, jint, jint, *mut f32),
+            thread,
+            depth,
+            slot,
+            &mut v
+        )
+        .ok()?;
+        Some(v)
+    }
+
+    pub fn local_double(&self, thread: jthread, depth: jint, slot: jint) -> Option<f64> {
+        let mut v: f64 = 0.0;
+        call!(
+            self,
+            25,
+            (jthread, jint, jint, *mut f64),
+            thread,
+            depth,
+            slot,
+            &mut v
+        )
+        .ok()?;
+        Some(v)
+    }
+
     /// `this` of the frame at `depth`, or None for static and native frames.
     pub fn local_instance(&self, thread: jthread, depth: jint) -> Option<jobject> {
         let mut object: jobject = ptr::null_mut();

@@ -251,6 +251,26 @@ impl Checker {
             }
             Event::Sync(s) => self.sync(at, s)?,
             Event::Heap { part, .. } => self.heap(at, part)?,
+            Event::Values(v) => {
+                let methods = self.need_class(at, v.method.class)?;
+                if usize::from(v.method.index) >= methods {
+                    let message = format!(
+                        "values of method {} of class {} which has {} methods",
+                        v.method.index, v.method.class, methods
+                    );
+                    return self.fail(at, message);
+                }
+                for &o in
+                    std::iter::once(&v.object).chain(v.values.iter().filter_map(|v| match v {
+                        Value::Object(o) => Some(o),
+                        _ => None,
+                    }))
+                {
+                    if o != NO_OBJECT {
+                        self.need_object(at, o)?;
+                    }
+                }
+            }
             Event::ContextEnter(c) => {
                 let methods = self.need_class(at, c.method.class)?;
                 if usize::from(c.method.index) >= methods {

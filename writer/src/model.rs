@@ -410,12 +410,49 @@ pub enum Event {
     },
     /// A wait, notify, thread start, join or sleep, or a contended monitor (`monitors=on`).
     Sync(Box<Sync>),
+    /// A method's argument values (right after its entry) or its return value (right before
+    /// its leave), for the methods the live visualizer's value filters name.
+    Values(Box<Values>),
     /// A part of a heap dump (the live visualizer's `dp` and `dr`, `jlive ctl heap` into the
     /// trace); may lie outside a burst. The objects it names are defined before it.
     Heap {
         ticks: u64,
         part: Box<HeapPart>,
     },
+}
+
+/// A Java value, as the visualizer's value filters show them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Byte(i8),
+    Char(u16),
+    Short(i16),
+    Int(i32),
+    Long(i64),
+    /// The float's bits.
+    Float(u32),
+    /// The double's bits.
+    Double(u64),
+    Boolean(bool),
+    /// An object the trace has defined, or [`NO_OBJECT`] for null.
+    Object(ObjectId),
+    /// An object the trace does not name (a class object, or one from before a roll).
+    Unknown,
+    /// A string, by its text.
+    Text(String),
+}
+
+/// A method's arguments or its return value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Values {
+    pub ticks: u64,
+    pub thread: ThreadId,
+    pub method: MethodId,
+    /// The receiver, or [`NO_OBJECT`] for a static method.
+    pub object: ObjectId,
+    /// True: the return value (one); false: the arguments, in order.
+    pub returned: bool,
+    pub values: Vec<Value>,
 }
 
 /// Why the JVM holds an object live by itself (JVMTI's root kinds, JinsightLive's GC roots).
@@ -490,6 +527,8 @@ impl Event {
             Event::GcFinish { .. } => "GC_FINISH",
             Event::UserEvent { .. } => "USER_EVENT",
             Event::Sync(_) => "SYNC",
+            Event::Values(v) if v.returned => "RETURN_VALUE",
+            Event::Values(_) => "ARGUMENT_VALUES",
             Event::Heap { part, .. } => match **part {
                 HeapPart::Refs { .. } => "REFS",
                 HeapPart::Statics { .. } => "STATIC_REFS",
@@ -521,6 +560,7 @@ impl Event {
             Event::ContextEnter(c) => c.ticks,
             Event::ContextLeave { ticks, .. } => *ticks,
             Event::Sync(s) => s.ticks,
+            Event::Values(v) => v.ticks,
         }
     }
 
@@ -546,6 +586,7 @@ impl Event {
             Event::ContextEnter(c) => &mut c.ticks,
             Event::ContextLeave { ticks, .. } => ticks,
             Event::Sync(s) => &mut s.ticks,
+            Event::Values(v) => &mut v.ticks,
         }
     }
 
@@ -561,6 +602,7 @@ impl Event {
             Event::ContextEnter(c) => Some(c.thread),
             Event::ContextLeave { thread, .. } => Some(*thread),
             Event::Sync(s) => Some(s.thread),
+            Event::Values(v) => Some(v.thread),
             _ => None,
         }
     }

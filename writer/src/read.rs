@@ -406,6 +406,11 @@ impl Trace {
                 }
                 write!(out, "]")
             }
+            Event::Values(v) => {
+                write!(out, "thread={} ", v.thread)?;
+                self.write_method_name(out, v.method)?;
+                write!(out, " {:?}", v.values)
+            }
             Event::Heap { part, .. } => match &**part {
                 HeapPart::Refs { object, to, .. } => write!(out, "object={} to={:?}", object, to),
                 HeapPart::Statics { class, to } => {

@@ -84,6 +84,8 @@ pub enum RecordKind {
     Lost,
     /// A concurrency event (`monitors=on`): `key` = its details (see [`Symbols::sync`]).
     Sync,
+    /// A method's argument or return values: `key` = their details (see [`Symbols::values`]).
+    Values,
 }
 
 /// One raw event as recorded on a JVM thread.
@@ -113,7 +115,7 @@ impl RecordKind {
     /// The kind whose discriminant is `v` (a wide slot's payload); None for no kind.
     pub fn from_u8(v: u8) -> Option<RecordKind> {
         use RecordKind::*;
-        const KINDS: [RecordKind; 16] = [
+        const KINDS: [RecordKind; 17] = [
             None,
             MethodEntry,
             MethodExit,
@@ -130,6 +132,7 @@ impl RecordKind {
             Unmount,
             Lost,
             Sync,
+            Values,
         ];
         KINDS.get(usize::from(v)).copied()
     }
@@ -309,6 +312,16 @@ pub struct MethodRef {
     pub index: u16,
 }
 
+/// What a [`RecordKind::Values`] record stands for, kept by the agent until the writer takes
+/// it: the values of a call of `method` (objects by their IDs, each recorded as seen first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValuesInfo {
+    pub method: MethodKey,
+    pub object: u32,
+    pub returned: bool,
+    pub values: Vec<crate::model::Value>,
+}
+
 /// What a [`RecordKind::Sync`] record stands for, kept by the agent until the writer takes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncInfo {
@@ -337,6 +350,10 @@ pub trait Symbols: Send + Sync {
     fn thread(&self, key: ThreadKey) -> Option<ThreadInfo>;
     /// The text of a user event recorded on a thread, taken once.
     fn message(&self, _key: u64) -> Option<String> {
+        None
+    }
+    /// The values of a call recorded on a thread, taken once.
+    fn values(&self, _key: u64) -> Option<ValuesInfo> {
         None
     }
     /// The details of a concurrency event recorded on a thread, taken once.

@@ -562,6 +562,10 @@ impl<S: Sink> Resolver<S> {
                     self.symbols.sync(r.key);
                     self.counts.outside_burst += 1;
                 }
+                RecordKind::Values => {
+                    self.symbols.values(r.key);
+                    self.counts.outside_burst += 1;
+                }
                 _ => self.counts.outside_burst += 1,
             }
         }
@@ -745,7 +749,11 @@ impl<S: Sink> Resolver<S> {
         self.tick(r.ticks);
         if !matches!(
             r.kind,
-            RecordKind::Sync | RecordKind::ObjectSeen | RecordKind::Mount | RecordKind::Unmount
+            RecordKind::Sync
+                | RecordKind::ObjectSeen
+                | RecordKind::Mount
+                | RecordKind::Unmount
+                | RecordKind::Values
         ) {
             self.went_on(thread);
         }
@@ -793,6 +801,7 @@ impl<S: Sink> Resolver<S> {
             },
             RecordKind::Lost => self.lost(thread, r),
             RecordKind::Sync => self.sync(thread, r),
+            RecordKind::Values => self.values(thread, r),
             // The receiver of a constructor whose entry was dropped (overflow=drop): defined
             // here, as the entry would have (a bound receiver already is).
             RecordKind::ObjectBound => {
@@ -804,6 +813,40 @@ impl<S: Sink> Resolver<S> {
             // Mount and Unmount are followed by `batch_slots`.
             RecordKind::None | RecordKind::Mount | RecordKind::Unmount => Ok(()),
         }
+    }
+
+    /// A call's argument or return values, for a traced method on a thread inside the burst
+    /// (an object this file has not defined is an unknown one).
+    fn values(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
+        let Some(info) = self.symbols.values(r.key) else {
+            return Ok(());
+        };
+        let Some(method) = self.method(info.method, r.ticks)? else {
+            return Ok(());
+        };
+        let thread = self.thread_id(thread, r.ticks)?;
+        let known = |o: u32| o == NO_OBJECT || self.object_defined(o);
+        let values = info
+            .values
+            .into_iter()
+            .map(|v| match v {
+                Value::Object(o) if !known(o) => Value::Unknown,
+                v => v,
+            })
+            .collect();
+        let object = if known(info.object) {
+            info.object
+        } else {
+            NO_OBJECT
+        };
+        self.emit(Event::Values(Box::new(Values {
+            ticks: r.ticks,
+            thread,
+            method,
+            object,
+            returned: info.returned,
+            values,
+        })))
     }
 
     /// A concurrency event: its stack's classes are defined first (every class, traced or not:

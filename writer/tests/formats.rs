@@ -32,6 +32,7 @@ impl Symbols for Fixture {
         match key {
             100 => Some(MethodRef { class: 4, index: 0 }),
             101 => Some(MethodRef { class: 4, index: 1 }),
+            102 => Some(MethodRef { class: 6, index: 0 }),
             _ => None,
         }
     }
@@ -65,6 +66,15 @@ impl Symbols for Fixture {
                     access: 8,
                 }],
                 source_file: Some("Fib.java".into()),
+                ..Default::default()
+            },
+            6 => ClassInfo {
+                name: "app/Sum".into(),
+                superclass: Some(1),
+                methods: vec![MethodDef {
+                    access: 0x0108, // static native
+                    ..method("update", "(II)I")
+                }],
                 ..Default::default()
             },
             5 => ClassInfo {
@@ -1253,4 +1263,55 @@ fn user_texts_the_visualizer_would_misread_get_a_leading_space() {
         })
         .collect();
     assert_eq!(texts, [" ready", " paused", " ", "checkout"]);
+}
+
+/// A native method's calls are WIDE_NATIVE_METHOD_ENTER and NATIVE_METHOD_LEAVE in
+/// JinsightLive (others' stay 91 and 31), and read back as calls like any other.
+#[test]
+fn native_methods_calls_are_jinsightlives_native_events_and_read_back_as_calls() {
+    let records = vec![
+        entry(10, 100),
+        entry(11, 102),
+        exit(12, 102),
+        entry(13, 102),
+        exit(14, 102),
+        exit(15, 100),
+    ];
+    let data = write(
+        Format::Jinsight,
+        ResolverConfig::default(),
+        &[batch(7, records)],
+    );
+    let mut d = jinsight::Decoder::new(&data).unwrap();
+    let mut by: HashMap<&str, u32> = HashMap::new();
+    while let Some((_, e)) = d.next_event().unwrap() {
+        *by.entry(e.name()).or_default() += 1;
+    }
+    assert_eq!(
+        (by["NATIVE_METHOD_ENTER"], by["NATIVE_METHOD_LEAVE"]),
+        (2, 2)
+    );
+    assert_eq!((by["METHOD_ENTER"], by["METHOD_LEAVE"]), (1, 1));
+    check(&data[..]).unwrap_or_else(|e| panic!("check: {}", e));
+    let trace = decode(&data);
+    let calls: Vec<String> = trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::MethodEnter(m) => Some(format!("> {} {}", trace.method_name(m.method), m.depth)),
+            Event::MethodLeave(l) => Some(format!("< {} {}", trace.method_name(l.method), l.depth)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "> app/Fib.main 1",
+            "> app/Sum.update 2",
+            "< app/Sum.update 2",
+            "> app/Sum.update 2",
+            "< app/Sum.update 2",
+            "< app/Fib.main 1"
+        ]
+    );
 }

@@ -185,6 +185,49 @@ impl<'a> Decoder<'a> {
         Ok(v)
     }
 
+    /// A value of ARG_VALUES or RETURN_VALUE: the tags jlive writes.
+    fn value(&mut self) -> Result<crate::model::Value, DecodeError> {
+        use crate::model::Value as V;
+        Ok(match self.u8()? {
+            b'B' => V::Byte(self.u8()? as i8),
+            b'C' => V::Char(self.u16()?),
+            b'S' => V::Short(self.u16()? as i16),
+            b'I' => V::Int(self.u32()? as i32),
+            b'J' => V::Long(self.u64()? as i64),
+            b'F' => V::Float(self.u32()?),
+            b'D' => V::Double(self.u64()?),
+            b'Z' => match self.u8()? {
+                z @ (0 | 1) => V::Boolean(z == 1),
+                z => return Err(error(usize::MAX, format!("a boolean value of {}", z))),
+            },
+            b'L' => match self.u32()? {
+                NULL_VALUE => V::Object(NO_OBJECT),
+                UNKNOWN_VALUE => V::Unknown,
+                o => V::Object(o),
+            },
+            b'9' => {
+                let (_, count, offset) = (self.u32()?, self.u32()?, self.u32()?);
+                let n = self.u16()?;
+                let mut units = Vec::with_capacity(usize::from(n));
+                for _ in 0..n {
+                    units.push(self.u16()?);
+                }
+                let from = (offset as usize).min(units.len());
+                let to = from.saturating_add(count as usize).min(units.len());
+                V::Text(String::from_utf16_lossy(&units[from..to]))
+            }
+            tag => {
+                return Err(error(
+                    usize::MAX,
+                    format!(
+                        "value tag {:?} (jlive writes B C S I J F D Z L 9)",
+                        char::from(tag)
+                    ),
+                ))
+            }
+        })
+    }
+
     /// A list of object IDs up to END_OF_LIST.
     fn object_list(&mut self) -> Result<Vec<u32>, DecodeError> {
         let mut list = Vec::new();
@@ -301,6 +344,19 @@ impl<'a> Decoder<'a> {
                 overhead: self.u64()?,
                 thread: self.u32()?,
             },
+            WIDE_NATIVE_METHOD_ENTER => Event::NativeMethodEnter {
+                ticks,
+                thread: self.u32()?,
+                class: self.u16()?,
+                method: self.u16()?,
+                object: self.u32()?,
+            },
+            NATIVE_METHOD_LEAVE => {
+                let thread = self.u32()?;
+                self.u32()?;
+                self.u32()?;
+                Event::NativeMethodLeave { ticks, thread }
+            }
             OBJECT_DEFINED => Event::ObjectDefined {
                 ticks,
                 object: self.u32()?,
@@ -357,6 +413,28 @@ impl<'a> Decoder<'a> {
                 message: self.str()?,
             },
             GENERATION => Event::Generation { ticks },
+            ARG_VALUES | RETURN_VALUE => {
+                let returned = code == RETURN_VALUE;
+                let (class, object, thread, method) =
+                    (self.u16()?, self.u32()?, self.u32()?, self.u16()?);
+                let n = if returned { 1 } else { self.u16()? as i16 };
+                if n < 0 {
+                    return Err(error(usize::MAX, format!("{} values: a negative count", n)));
+                }
+                let mut values = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    values.push(self.value()?);
+                }
+                Event::Values {
+                    ticks,
+                    returned,
+                    class,
+                    object,
+                    thread,
+                    method,
+                    values,
+                }
+            }
             BEGIN_BURST => Event::BeginBurst { ticks },
             END_BURST => Event::EndBurst { ticks },
             _ => return Err(error(usize::MAX, format!("unknown event code {}", code))),

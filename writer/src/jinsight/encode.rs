@@ -210,6 +210,62 @@ impl<W: Write + Seek> Encoder<W> {
         }
     }
 
+    /// A value: its tag, then its payload (the layout in `jinsight/mod.rs`).
+    fn value(&mut self, v: &crate::model::Value) {
+        use crate::model::Value as V;
+        match v {
+            V::Byte(b) => {
+                self.u8(b'B');
+                self.u8(*b as u8);
+            }
+            V::Char(c) => {
+                self.u8(b'C');
+                self.u16(*c);
+            }
+            V::Short(s) => {
+                self.u8(b'S');
+                self.u16(*s as u16);
+            }
+            V::Int(i) => {
+                self.u8(b'I');
+                self.u32(*i as u32);
+            }
+            V::Long(l) => {
+                self.u8(b'J');
+                self.u64(*l as u64);
+            }
+            V::Float(f) => {
+                self.u8(b'F');
+                self.u32(*f);
+            }
+            V::Double(d) => {
+                self.u8(b'D');
+                self.u64(*d);
+            }
+            V::Boolean(z) => {
+                self.u8(b'Z');
+                self.u8(u8::from(*z));
+            }
+            V::Object(o) => {
+                self.u8(b'L');
+                self.u32(if *o == NO_OBJECT { NULL_VALUE } else { *o });
+            }
+            V::Unknown => {
+                self.u8(b'L');
+                self.u32(UNKNOWN_VALUE);
+            }
+            V::Text(t) => {
+                let units: Vec<u16> = t.encode_utf16().take(u16::MAX as usize).collect();
+                self.u8(b'9');
+                self.u32(UNKNOWN_VALUE);
+                self.u32(units.len() as u32);
+                self.u32(0);
+                self.u16(units.len() as u16);
+                units.iter().for_each(|&u| self.u16(u));
+            }
+        }
+    }
+
     fn put_event(&mut self, event: &Event) {
         self.u8(event.code());
         if let Some(ticks) = event.ticks() {
@@ -255,6 +311,23 @@ impl<W: Write + Seek> Encoder<W> {
             } => {
                 self.u64(*overhead);
                 self.u32(*thread);
+            }
+            Event::NativeMethodEnter {
+                thread,
+                class,
+                method,
+                object,
+                ..
+            } => {
+                self.u32(*thread);
+                self.u16(*class);
+                self.u16(*method);
+                self.u32(*object);
+            }
+            Event::NativeMethodLeave { thread, .. } => {
+                self.u32(*thread);
+                self.u32(0);
+                self.u32(0);
             }
             Event::ObjectDefined { object, class, .. } => {
                 self.u32(*object);
@@ -337,6 +410,25 @@ impl<W: Write + Seek> Encoder<W> {
                 self.u32(*object);
                 self.u32(*thread);
                 self.u64(*nanoseconds);
+            }
+            Event::Values {
+                class,
+                object,
+                thread,
+                method,
+                values,
+                returned,
+                ..
+            } => {
+                self.u16(*class);
+                self.u32(*object);
+                self.u32(*thread);
+                self.u16(*method);
+                if !returned {
+                    self.u16(values.len().min(i16::MAX as usize) as u16);
+                }
+                let n = if *returned { 1 } else { i16::MAX as usize };
+                values.iter().take(n).for_each(|v| self.value(v));
             }
             Event::ObjectRefs { object, to } => {
                 self.u32(*object);

@@ -27,6 +27,9 @@
 //!                           u16 superclass u16 n (u16 interface)*n
 //!   91  WIDE_METHOD_ENTER   ticks u32 thread u16 class u16 method u32 object u16 line
 //!   31  METHOD_LEAVE        ticks u64 overhead u32 thread
+//!   92  WIDE_NATIVE_METHOD_ENTER  ticks u32 thread u16 class u16 method u32 object
+//!   33  NATIVE_METHOD_LEAVE ticks u32 thread u32 0 u32 0    (a native method's call; the
+//!                           visualizer treats them as 91 and 31, with no overhead)
 //!   20  OBJECT_DEFINED      ticks u32 object u16 class
 //!   21  OBJECT_CREATED      ticks u32 object u16 class u32 thread
 //!   24  OBJECT_RECLAIMED    ticks u32 object
@@ -46,6 +49,14 @@
 //!                           `object`, summed by IBM's visualizer into its monitor-contention
 //!                           columns; written when the thread entered it, monitors=on)
 //!   100 TRACE_END           u32 0xDEAD u32 0xDEAD        (no ticks)
+//!
+//! Values, for the methods the live visualizer's value filters name (right after the entry /
+//! right before the leave of the call):
+//!   103 ARG_VALUES          ticks u16 class u32 object u32 thread u16 method i16 n value*n
+//!   105 RETURN_VALUE        ticks u16 class u32 object u32 thread u16 method value
+//!   value := u8 tag, then 'B' i8 | 'C' u16 | 'S' i16 | 'I' i32 | 'J' i64 | 'F' f32 | 'D' f64 |
+//!            'Z' u8 | 'L' u32 object (0xFFFFFFF7 null, 0xFFFFFFF8 unknown) |
+//!            '9' u32 object (0xFFFFFFF8) u32 count u32 offset (0) u16 n (u16 UTF-16 unit)*n
 //!
 //! Heap dumps (the live visualizer's `dp` and `dr`, `jlive ctl heap` into the trace); they may
 //! lie outside a burst, and every object they name is defined before them:
@@ -108,6 +119,13 @@ pub const MONITOR_CONTENTION: u8 = 161;
 pub const BEGIN_BURST: u8 = 101;
 pub const END_BURST: u8 = 102;
 pub const EXTENDED_EXTENSIVE_CLASS_LOAD: u8 = 110;
+pub const WIDE_NATIVE_METHOD_ENTER: u8 = 92;
+pub const NATIVE_METHOD_LEAVE: u8 = 33;
+pub const ARG_VALUES: u8 = 103;
+pub const RETURN_VALUE: u8 = 105;
+/// The object IDs of a value that is null, and of one the trace does not name.
+pub const NULL_VALUE: u32 = 0xFFFF_FFF7;
+pub const UNKNOWN_VALUE: u32 = 0xFFFF_FFF8;
 pub const OBJECT_REFS: u8 = 25;
 pub const ARRAY_REFS: u8 = 26;
 pub const JAVA_STACK_ROOT: u8 = 72;
@@ -336,6 +354,17 @@ pub enum Event {
         overhead: u64,
         thread: u32,
     },
+    NativeMethodEnter {
+        ticks: u64,
+        thread: u32,
+        class: u16,
+        method: u16,
+        object: u32,
+    },
+    NativeMethodLeave {
+        ticks: u64,
+        thread: u32,
+    },
     ObjectDefined {
         ticks: u64,
         object: u32,
@@ -412,6 +441,16 @@ pub enum Event {
         thread: u32,
         nanoseconds: u64,
     },
+    /// A call's arguments (103) or its return value (105, one value).
+    Values {
+        ticks: u64,
+        returned: bool,
+        class: u16,
+        object: u32,
+        thread: u32,
+        method: u16,
+        values: Vec<crate::model::Value>,
+    },
     /// Untimed: what `object` refers to now.
     ObjectRefs {
         object: u32,
@@ -450,6 +489,8 @@ impl Event {
             Event::ClassLoad(_) => EXTENDED_EXTENSIVE_CLASS_LOAD,
             Event::MethodEnter { .. } => WIDE_METHOD_ENTER,
             Event::MethodLeave { .. } => METHOD_LEAVE,
+            Event::NativeMethodEnter { .. } => WIDE_NATIVE_METHOD_ENTER,
+            Event::NativeMethodLeave { .. } => NATIVE_METHOD_LEAVE,
             Event::ObjectDefined { .. } => OBJECT_DEFINED,
             Event::ObjectCreated { .. } => OBJECT_CREATED,
             Event::ObjectReclaimed { .. } => OBJECT_RECLAIMED,
@@ -466,6 +507,10 @@ impl Event {
             Event::EndBurst { .. } => END_BURST,
             Event::TraceEnd { .. } => TRACE_END,
             Event::MonitorContention { .. } => MONITOR_CONTENTION,
+            Event::Values {
+                returned: false, ..
+            } => ARG_VALUES,
+            Event::Values { returned: true, .. } => RETURN_VALUE,
             Event::ObjectRefs { .. } => OBJECT_REFS,
             Event::ArrayRefs { .. } => ARRAY_REFS,
             Event::StaticRoot { .. } => STATIC_ROOT,
@@ -486,6 +531,8 @@ impl Event {
             Event::ClassDefine { ticks, .. }
             | Event::MethodEnter { ticks, .. }
             | Event::MethodLeave { ticks, .. }
+            | Event::NativeMethodEnter { ticks, .. }
+            | Event::NativeMethodLeave { ticks, .. }
             | Event::ObjectDefined { ticks, .. }
             | Event::ObjectCreated { ticks, .. }
             | Event::ObjectReclaimed { ticks, .. }
@@ -500,6 +547,7 @@ impl Event {
             | Event::UserEvent { ticks, .. }
             | Event::BeginBurst { ticks }
             | Event::EndBurst { ticks }
+            | Event::Values { ticks, .. }
             | Event::Generation { ticks } => *ticks,
             Event::ClassLoad(load) => load.ticks,
             Event::TraceEnd { .. }
@@ -517,6 +565,9 @@ impl Event {
         match self {
             Event::MethodEnter { thread, .. }
             | Event::MethodLeave { thread, .. }
+            | Event::NativeMethodEnter { thread, .. }
+            | Event::NativeMethodLeave { thread, .. }
+            | Event::Values { thread, .. }
             | Event::ObjectCreated { thread, .. }
             | Event::ArrayCreated { thread, .. }
             | Event::ThreadStart { thread, .. }
@@ -534,6 +585,8 @@ pub fn code_name(code: u8) -> &'static str {
         EXTENDED_EXTENSIVE_CLASS_LOAD => "CLASS_LOAD",
         WIDE_METHOD_ENTER => "METHOD_ENTER",
         METHOD_LEAVE => "METHOD_LEAVE",
+        WIDE_NATIVE_METHOD_ENTER => "NATIVE_METHOD_ENTER",
+        NATIVE_METHOD_LEAVE => "NATIVE_METHOD_LEAVE",
         OBJECT_DEFINED => "OBJECT_DEFINED",
         OBJECT_CREATED => "OBJECT_CREATED",
         OBJECT_RECLAIMED => "OBJECT_RECLAIMED",
@@ -550,6 +603,8 @@ pub fn code_name(code: u8) -> &'static str {
         END_BURST => "END_BURST",
         TRACE_END => "TRACE_END",
         MONITOR_CONTENTION => "MONITOR_CONTENTION",
+        ARG_VALUES => "ARG_VALUES",
+        RETURN_VALUE => "RETURN_VALUE",
         OBJECT_REFS => "OBJECT_REFS",
         ARRAY_REFS => "ARRAY_REFS",
         STATIC_ROOT => "STATIC_ROOT",

@@ -46,6 +46,29 @@ impl Translator {
         event: Event,
         out: &mut VecDeque<(usize, model::Event)>,
     ) -> Result<(), DecodeError> {
+        // A native method's call is a call like any other.
+        let event = match event {
+            Event::NativeMethodEnter {
+                ticks,
+                thread,
+                class,
+                method,
+                object,
+            } => Event::MethodEnter {
+                ticks,
+                thread,
+                class,
+                method,
+                object,
+                line: 0,
+            },
+            Event::NativeMethodLeave { ticks, thread } => Event::MethodLeave {
+                ticks,
+                overhead: 0,
+                thread,
+            },
+            e => e,
+        };
         if let Some((at, held)) = self.held.take() {
             match (&held, &event) {
                 (model::Event::ObjectDefine(o), Event::ObjectCreated { object, thread, .. })
@@ -85,6 +108,8 @@ impl Translator {
         };
         let translated = match event {
             Event::ClassDefine { .. } | Event::TraceEnd { .. } => return Ok(()),
+            // Made plain calls above.
+            Event::NativeMethodEnter { .. } | Event::NativeMethodLeave { .. } => return Ok(()),
             // Untimed: an enter and its entered at the thread's last ticks, without a stack.
             Event::MonitorContention { object, thread, .. } => {
                 let ticks = self.last_ticks.get(&thread).copied().unwrap_or(0);
@@ -308,6 +333,25 @@ impl Translator {
                 part: Box::new(HeapPart::Generation),
             },
             Event::EndOfReport { events } => heap(HeapPart::EndOfReport { events }),
+            Event::Values {
+                ticks,
+                returned,
+                class,
+                object,
+                thread,
+                method,
+                values,
+            } => model::Event::Values(Box::new(model::Values {
+                ticks,
+                thread,
+                method: MethodId {
+                    class: u32::from(class),
+                    index: method,
+                },
+                object,
+                returned,
+                values,
+            })),
         };
         match translated {
             model::Event::ObjectDefine(_) => self.held = Some((offset, translated)),

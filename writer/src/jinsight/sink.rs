@@ -21,6 +21,9 @@ pub struct JinsightSink<W: Write + Seek, const BIG: bool = false> {
     /// Each thread's open contended enter: (monitor object ID, ticks).
     contended: std::collections::HashMap<u32, (u32, u64)>,
     ticks_per_microsecond: u64,
+    /// By class ID, which methods are native (None: the class has none): their calls are
+    /// WIDE_NATIVE_METHOD_ENTER and NATIVE_METHOD_LEAVE.
+    natives: Vec<Option<Box<[bool]>>>,
 }
 
 /// The header of a file about to be written (its counts are patched at close).
@@ -61,6 +64,7 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
             finished: false,
             contended: std::collections::HashMap::new(),
             ticks_per_microsecond: u64::from(info.ticks_per_microsecond.max(1)),
+            natives: Vec::new(),
         })
     }
 
@@ -91,6 +95,34 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
             }
             _ => None,
         }
+    }
+
+    #[inline(always)]
+    fn is_native(&self, m: model::MethodId) -> bool {
+        match self.natives.get(m.class as usize) {
+            Some(Some(methods)) => methods.get(usize::from(m.index)) == Some(&true),
+            _ => false,
+        }
+    }
+
+    #[cold]
+    fn native_enter(&mut self, e: Enter) -> io::Result<()> {
+        self.encoder.write(&Event::NativeMethodEnter {
+            ticks: e.ticks,
+            thread: e.thread,
+            class: e.method.class as u16,
+            method: e.method.index,
+            object: e.object,
+        })
+    }
+
+    /// NATIVE_METHOD_LEAVE has no room for the agent's overhead.
+    #[cold]
+    fn native_leave(&mut self, l: Leave) -> io::Result<()> {
+        self.encoder.write(&Event::NativeMethodLeave {
+            ticks: l.ticks,
+            thread: l.thread,
+        })
     }
 
     /// The underlying writer, once the file is finished.
@@ -246,6 +278,14 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
             M::ClassDefine(c) => {
                 let class = c.id as u16;
                 self.classes = self.classes.max(c.id + 1);
+                let native = |m: &model::MethodDef| m.access & model::access::NATIVE != 0;
+                if c.methods.iter().any(native) {
+                    let at = c.id as usize;
+                    if self.natives.len() <= at {
+                        self.natives.resize(at + 1, None);
+                    }
+                    self.natives[at] = Some(c.methods.iter().map(native).collect());
+                }
                 self.encoder.write(&Event::ClassDefine {
                     ticks: c.ticks,
                     class,
@@ -287,12 +327,24 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
                 message: user_text(text),
             },
             M::Heap { ticks, part } => heap_event(*ticks, part),
+            M::Values(v) => Event::Values {
+                ticks: v.ticks,
+                returned: v.returned,
+                class: v.method.class as u16,
+                object: v.object,
+                thread: v.thread,
+                method: v.method.index,
+                values: v.values.clone(),
+            },
         };
         self.encoder.write(&e)
     }
 
     #[inline(always)]
     fn enter(&mut self, e: Enter) -> io::Result<()> {
+        if self.is_native(e.method) {
+            return self.native_enter(e);
+        }
         self.encoder.method_enter_in::<BIG>(
             e.ticks,
             e.thread,
@@ -304,6 +356,9 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
 
     #[inline(always)]
     fn leave(&mut self, l: Leave) -> io::Result<()> {
+        if self.is_native(l.method) {
+            return self.native_leave(l);
+        }
         self.encoder
             .method_leave_in::<BIG>(l.ticks, l.overhead, l.thread)
     }

@@ -319,7 +319,7 @@ impl<E: Encode> Sink for TptpSink<E> {
         let m = match event {
             // TPTP's heap dumps are not written: the live connection and `jlive ctl heap`
             // into the trace are JinsightLive's.
-            Event::Heap { .. } => return Ok(()),
+            Event::Heap { .. } | Event::Values(_) => return Ok(()),
             Event::Sync(s) => self.sync(s),
             Event::VmInit { ticks } => Message::new(&RUNTIME_INIT_DONE).long("time", *ticks),
             Event::VmDeath { ticks } => Message::new(&RUNTIME_SHUTDOWN).long("time", *ticks),

@@ -1,0 +1,289 @@
+//! Argument and return values of the methods the live visualizer's value filters name
+//! (`traceargvalues CLASS METHOD`, `tracereturnvalue CLASS METHOD`; `*` ends a prefix), under
+//! capture=events: MethodEntry reads the arguments from the new frame's locals (JVMTI
+//! GetLocal*), MethodExit is handed the return value. Each call's values wait in the registry
+//! and the thread's buffer gets one record that points to them, after the entry's record or
+//! before the exit's. Until a burst names a method, a call pays one atomic load.
+
+use crate::callbacks::object_identity;
+use crate::classes::internal_name;
+use crate::ffi::jni::Jni;
+use crate::ffi::jvmti::{jthread, Jvmti};
+use crate::profiler::Profiler;
+use jlive_writer::model::{Value, NO_OBJECT};
+use jlive_writer::record::{MethodKey, RecordKind, ValuesInfo};
+use jni_sys::{jmethodID, jobject, jvalue, JNIEnv};
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static FILTERS: RwLock<Option<Filters>> = RwLock::new(None);
+
+/// (class, method) patterns, in internal form (`java/util/HashMap`).
+pub type Patterns = Vec<(String, String)>;
+
+struct Filters {
+    args: Patterns,
+    returns: Patterns,
+    /// What to take of each method met so far (None: nothing).
+    plans: HashMap<usize, Option<Arc<Plan>>>,
+}
+
+/// What to read of a method's calls.
+struct Plan {
+    args: bool,
+    returns: bool,
+    is_static: bool,
+    /// The parameters' kinds: a descriptor's first character, `T` for a String, `L` for any
+    /// other object or array.
+    params: Vec<u8>,
+    /// The return kind, the same way (`V`: none).
+    ret: u8,
+}
+
+/// The filters of the bursts from now on (none: values are off).
+pub fn set(args: Patterns, returns: Patterns) {
+    let on = !args.is_empty() || !returns.is_empty();
+    *FILTERS.write() = on.then(|| Filters {
+        args,
+        returns,
+        plans: HashMap::new(),
+    });
+    ACTIVE.store(on, Ordering::SeqCst);
+}
+
+/// Whether any method's values are asked for.
+#[inline(always)]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Whether `name` matches `pattern` (`*` alone: anything; a trailing `*`: a prefix).
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// A descriptor's kinds: parameters and return ([`Plan::params`]).
+fn kinds(descriptor: &str) -> Option<(Vec<u8>, u8)> {
+    let (params, ret) = descriptor.strip_prefix('(')?.split_once(')')?;
+    let mut kinds = Vec::new();
+    let bytes = params.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        while bytes[i] == b'[' {
+            i += 1;
+            if i == bytes.len() {
+                return None;
+            }
+        }
+        if bytes[i] == b'L' {
+            i += params[i..].find(';')?;
+        }
+        kinds.push(kind(&params[start..=i]));
+        i += 1;
+    }
+    Some((kinds, kind(ret)))
+}
+
+fn kind(descriptor: &str) -> u8 {
+    match descriptor {
+        "Ljava/lang/String;" => b'T',
+        d if d.starts_with('[') || d.starts_with('L') => b'L',
+        d => d.as_bytes().first().copied().unwrap_or(b'V'),
+    }
+}
+
+/// What to read of `method`'s calls (looked up once per method).
+fn plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
+    if let Some(known) = FILTERS.read().as_ref()?.plans.get(&(method as usize)) {
+        return known.clone();
+    }
+    let made = make_plan(jvmti, method);
+    let mut filters = FILTERS.write();
+    let filters = filters.as_mut()?;
+    filters.plans.insert(method as usize, made.clone());
+    made
+}
+
+fn make_plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
+    let (name, descriptor) = jvmti.method_name(method).ok()?;
+    let class = jvmti.method_declaring_class(method)?;
+    let class = internal_name(&jvmti.class_signature(class).ok()?);
+    let modifiers = jvmti.method_modifiers(method).ok()?;
+    let filters = FILTERS.read();
+    let filters = filters.as_ref()?;
+    let named = |patterns: &Patterns| {
+        patterns
+            .iter()
+            .any(|(c, m)| matches(c, &class) && matches(m, &name))
+    };
+    // A native frame's locals cannot be read.
+    let args = named(&filters.args) && modifiers & 0x0100 == 0;
+    let returns = named(&filters.returns);
+    let (params, ret) = kinds(&descriptor)?;
+    (args || returns).then(|| {
+        Arc::new(Plan {
+            args,
+            returns: returns && ret != b'V',
+            is_static: modifiers & 0x0008 != 0,
+            params,
+            ret,
+        })
+    })
+}
+
+/// An object argument or return value: its text for a String, else its ID (tagged and
+/// recorded as seen on first sight).
+fn object_value(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    object: jobject,
+    kind: u8,
+    ticks: u64,
+) -> Value {
+    if object.is_null() {
+        return Value::Object(NO_OBJECT);
+    }
+    if kind == b'T' {
+        if let Some(text) = Jni::from_callback(jni).and_then(|j| j.string(object)) {
+            return Value::Text(text);
+        }
+    }
+    match object_identity(p, jvmti, jni, object, ticks).0 {
+        NO_OBJECT => Value::Unknown,
+        id => Value::Object(id),
+    }
+}
+
+/// MethodEntry, after the entry's record: the arguments, if the filters ask for them.
+pub fn entered(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    method: jmethodID,
+    ticks: u64,
+) {
+    let Some(plan) = plan(jvmti, method).filter(|plan| plan.args) else {
+        return;
+    };
+    let mut slot = 0;
+    let object = if plan.is_static {
+        NO_OBJECT
+    } else {
+        slot = 1;
+        match jvmti.local_object(thread, 0, 0) {
+            Some(this) => object_identity(p, jvmti, jni, this, ticks).0,
+            None => return,
+        }
+    };
+    let mut values = Vec::with_capacity(plan.params.len());
+    for &k in &plan.params {
+        let value = match k {
+            b'J' => jvmti.local_long(thread, 0, slot).map(Value::Long),
+            b'D' => jvmti
+                .local_double(thread, 0, slot)
+                .map(|d| Value::Double(d.to_bits())),
+            b'F' => jvmti
+                .local_float(thread, 0, slot)
+                .map(|f| Value::Float(f.to_bits())),
+            b'L' | b'T' => jvmti
+                .local_object(thread, 0, slot)
+                .map(|o| object_value(p, jvmti, jni, o, k, ticks)),
+            _ => jvmti.local_int(thread, 0, slot).map(|i| int_value(k, i)),
+        };
+        // A frame whose locals cannot be read: no values rather than wrong ones.
+        let Some(value) = value else { return };
+        values.push(value);
+        slot += if matches!(k, b'J' | b'D') { 2 } else { 1 };
+    }
+    record(p, ticks, method, object, false, values);
+}
+
+/// MethodExit, before the exit's record: the return value, if the filters ask for it (none
+/// when the method threw).
+pub fn exiting(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    method: jmethodID,
+    by_exception: bool,
+    value: jvalue,
+    ticks: u64,
+) {
+    let Some(plan) = plan(jvmti, method).filter(|plan| plan.returns) else {
+        return;
+    };
+    if by_exception {
+        return;
+    }
+    // SAFETY: JVMTI hands the return value in the union member of the method's return type.
+    let value = unsafe {
+        match plan.ret {
+            b'J' => Value::Long(value.j),
+            b'D' => Value::Double(value.d.to_bits()),
+            b'F' => Value::Float(value.f.to_bits()),
+            b'L' | b'T' => object_value(p, jvmti, jni, value.l, plan.ret, ticks),
+            k => int_value(k, value.i),
+        }
+    };
+    record(p, ticks, method, NO_OBJECT, true, vec![value]);
+}
+
+/// An int-sized value by its kind.
+fn int_value(kind: u8, i: i32) -> Value {
+    match kind {
+        b'B' => Value::Byte(i as i8),
+        b'C' => Value::Char(i as u16),
+        b'S' => Value::Short(i as i16),
+        b'Z' => Value::Boolean(i != 0),
+        _ => Value::Int(i),
+    }
+}
+
+fn record(
+    p: &'static Profiler,
+    ticks: u64,
+    method: jmethodID,
+    object: u32,
+    returned: bool,
+    values: Vec<Value>,
+) {
+    let Some(buffer) = crate::buffer::Hub::current() else {
+        return;
+    };
+    let key = p.registry.put_values(ValuesInfo {
+        method: method as MethodKey,
+        object,
+        returned,
+        values,
+    });
+    if !buffer.append(&p.hub, RecordKind::Values, ticks, key, 0, Some(0), true) {
+        p.registry.take_values(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_give_each_parameter_its_kind() {
+        assert_eq!(
+            kinds("(I[JLjava/lang/String;Ljava/lang/Object;[[Ljava/lang/String;DZ)V"),
+            Some((b"ILTLLDZ".to_vec(), b'V'))
+        );
+        assert_eq!(kinds("()Ljava/lang/String;"), Some((vec![], b'T')));
+        assert_eq!(kinds("(["), None);
+        assert!(matches("*", "anything"));
+        assert!(matches("java/util/*", "java/util/HashMap"));
+        assert!(!matches("java/util/Map", "java/util/HashMap"));
+    }
+}
