@@ -166,6 +166,8 @@ impl Profiler {
             return Err("no burst is open".into());
         };
         crate::capture::bci::set_gate(Methods::Off, false, false, false);
+        // The live visualizer's value filters hold for its burst only.
+        crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
         // Disabling ObjectFree posts the frees HotSpot still holds: they reach the library.
         self.switch_events(jvmti, flags, false);
         if self.options.writes_file() {

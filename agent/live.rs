@@ -16,9 +16,10 @@
 //! collects before a burst's end, `watchmonitors 1` records contended monitors
 //! (MONITOR_CONTENTION) in the next bursts; `dp` dumps the live objects, `dr` their references
 //! and the roots, `markgeneration` marks a generation, `reportthreadsclasses` is answered with
-//! an empty report. `traceargvalues C M` and `tracereturnvalue C M` record the arguments and
-//! return values of those methods in the next bursts (capture=events). Field values and
-//! triggers are not served: jlive says so once in its log and the bursts go on without them.
+//! an empty report. `traceargvalues C M`, `tracefieldvalues C M` and `tracereturnvalue C M`
+//! record the arguments, fields and return values of those methods in the next bursts
+//! (capture=events; arguments and fields with `values=on`). Triggers and "Limit to" are not
+//! served: jlive says so once in its log and the bursts go on without them.
 //!
 //! One client at a time (a second is closed at once); loopback only unless `token=`, and then
 //! the client sends `auth TOKEN` first. While connected, the visualizer alone begins bursts and
@@ -81,6 +82,7 @@ struct Settings {
     /// The value filters: (class, method) whose arguments, and whose return values, to record.
     args: values::Patterns,
     returns: values::Patterns,
+    fields: values::Patterns,
 }
 
 /// The visualizer's open burst.
@@ -321,33 +323,34 @@ impl Client {
             "watchmonitors" => self.settings.watch_monitors = rest == "1",
             "resetargvalues" => self.settings.args.clear(),
             "resetreturnvalue" => self.settings.returns.clear(),
+            "resetfieldvalues" => self.settings.fields.clear(),
             "endburstontrigger"
             | "resetendburstontrigger"
             | "resettrigger"
             | "resetfilters"
-            | "resetfieldvalues"
             | "prettyprintstrings"
             | "prettyprintcolors"
             | "prettyprintarraysmax"
             | "filteroff" => {}
-            "traceargvalues" | "tracereturnvalue" if p.uses_bci() => self.say_once(
+            "traceargvalues" | "tracereturnvalue" | "tracefieldvalues" if p.uses_bci() => self
+                .say_once(
+                    "values",
+                    "argument, return and field values are recorded under capture=events only",
+                ),
+            "traceargvalues" | "tracefieldvalues" if !p.options.values => self.say_once(
                 word,
-                "argument and return values are recorded under capture=events only",
+                "argument and field values are read from the frames: start the JVM with values=on",
             ),
-            "traceargvalues" | "tracereturnvalue" => {
+            "traceargvalues" | "tracereturnvalue" | "tracefieldvalues" => {
                 let Some(filter) = pattern(rest) else {
                     return true;
                 };
-                if word == "traceargvalues" {
-                    self.settings.args.push(filter);
-                } else {
-                    self.settings.returns.push(filter);
+                match word {
+                    "traceargvalues" => self.settings.args.push(filter),
+                    "tracereturnvalue" => self.settings.returns.push(filter),
+                    _ => self.settings.fields.push(filter),
                 }
             }
-            "tracefieldvalues" => self.say_once(
-                word,
-                "field values are not recorded: the bursts go on without them",
-            ),
             "tracemethod" => self.say_once(
                 word,
                 "\"Limit to\" is not applied live: start the JVM with include=/exclude=",
@@ -381,7 +384,8 @@ impl Client {
             self.burst = Some(burst);
             return;
         }
-        values::set(self.settings.args.clone(), self.settings.returns.clone());
+        let s = &self.settings;
+        values::set(s.args.clone(), s.returns.clone(), s.fields.clone());
         let flags = crate::burst::BurstFlags {
             contention: p.options.monitors || self.settings.watch_monitors,
             ..p.default_flags()
@@ -404,7 +408,7 @@ impl Client {
 
     fn end_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
         self.burst = None;
-        values::set(Vec::new(), Vec::new());
+        values::set(Vec::new(), Vec::new(), Vec::new());
         if self.settings.force_gc {
             let _ = jvmti.force_garbage_collection();
         }

@@ -109,6 +109,8 @@ pub struct Options {
     pub token: Option<String>,
     /// `live=PORT` or `live=HOST:PORT`: where IBM's JinsightLive visualizer connects.
     pub live: Option<std::net::SocketAddr>,
+    /// `values=on`: the visualizer's argument and field filters may read frames' locals.
+    pub values: bool,
     start_given: bool,
 }
 
@@ -147,6 +149,7 @@ impl Default for Options {
             control: Control::Auto,
             token: None,
             live: None,
+            values: false,
             start_given: false,
         }
     }
@@ -208,6 +211,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "live",
         "(off) | PORT | HOST:PORT",
         "listen for IBM's JinsightLive visualizer (File > Connect to a Java VM): it drives the bursts and dumps the heap while connected; PORT alone is on 127.0.0.1 (start=paused unless start= is given)",
+    ),
+    (
+        "values",
+        "off | on",
+        "with live= and capture=events: the visualizer's argument and field value filters are served (the JVM keeps can_access_local_variables from start-up, which costs compiled code a little; each value read is a JVMTI call); return values need nothing",
     ),
     (
         "token",
@@ -514,6 +522,10 @@ impl Options {
             if !o.start_given {
                 o.paused = true;
             }
+        } else if o.values {
+            return Err(OptionError(
+                "values=on serves the live visualizer's value filters: it goes with live=".into(),
+            ));
         }
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
@@ -667,6 +679,7 @@ impl Options {
             "duration" => self.duration = Some(duration(key, value)?),
             "control" => self.control = control(value)?,
             "live" => self.live = Some(live(value)?),
+            "values" => self.values = on_off(key, value)?,
             "token" if value.is_empty() => return Err(bad_value(key, value, "a secret")),
             "token" => self.token = Some(value.to_string()),
             "jvmpi" => {
@@ -832,6 +845,21 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_listens_on_loopback_pauses_and_takes_values_only_with_it() {
+        let o = Options::parse("live=7777,values=on").unwrap();
+        assert_eq!(o.live, Some("127.0.0.1:7777".parse().unwrap()));
+        assert!(o.paused && o.values);
+        assert!(!Options::parse("live=7777,start=now").unwrap().paused);
+        assert!(Options::parse("values=on").unwrap_err().0.contains("live="));
+        assert!(Options::parse("live=0.0.0.0:7777")
+            .unwrap_err()
+            .0
+            .contains("token="));
+        assert!(Options::parse("live=7777,format=tptp").is_err());
+        assert!(Options::parse("live=nonsense").is_err());
+    }
 
     #[test]
     fn record_tree_writes_tptp_unless_told_and_refuses_jinsightlive() {

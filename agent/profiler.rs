@@ -535,7 +535,8 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
     // its bursts (no cost until then).
     // Under capture=events, its value filters read arguments from the frames' locals.
     if o.live.is_some() {
-        let locals = (o.capture == Capture::Events).then_some(cap::ACCESS_LOCAL_VARIABLES);
+        let locals =
+            (o.values && o.capture == Capture::Events).then_some(cap::ACCESS_LOCAL_VARIABLES);
         for bit in [cap::GENERATE_MONITOR_EVENTS, cap::GET_MONITOR_INFO]
             .into_iter()
             .chain(locals)

@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use jlive_writer::jinsight::{self, Event, StreamDecoder};
-use jlive_writer::model::Value;
+use jlive_writer::model::{Value, ValuesKind};
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// What the visualizer sends before every burst (Live Configuration's defaults).
 const SETTINGS: &str = "maxevents 2147483647\nbursttimeout 2147483647\nresetendburstontrigger\n\
 prettyprintstrings 1\nprettyprintcolors 1\nprettyprintarraysmax 256\nforcegc 0\nwatchmonitors 0\n\
-resettrigger\nresetfilters\nresetargvalues\nresetfieldvalues\nresetreturnvalue\ntracefieldvalues * *\n";
+resettrigger\nresetfilters\nresetargvalues\nresetfieldvalues\nresetreturnvalue\n";
 
 /// A visualizer of ours: the connection, and what the stream has defined so far.
 struct Visualizer {
@@ -148,7 +148,7 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
             let _ = &file;
             let port = free_port();
             let options = format!(
-                "live={},capture={},control={},file={}",
+                "live={},values=on,capture={},control={},file={}",
                 port,
                 capture,
                 socket.display(),
@@ -251,54 +251,76 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
             // The value filters: arguments right after each entry, the return value right
             // before each leave (capture=events; under bci none, and the log says so).
             let filters = "traceargvalues Phases p1\ntracereturnvalue Phases p1\n\
-                           traceargvalues Phases gre*\ntracereturnvalue Phases greet\n";
+                           traceargvalues Phases gre*\ntracereturnvalue Phases greet\n\
+                           tracefieldvalues Phases greet\n";
             let valued = v.burst_with(filters, &socket, || {
                 jvm.phase(1);
                 writeln!(jvm.input, "greet world").unwrap();
                 assert_eq!(jvm.line(), "hello world");
             });
+            // Each call's values in order: p1's (arguments, return), greet's (arguments, fields
+            // at entry, fields at exit, return); each kind checked for its place.
             let mut p1 = (0, 0);
             let mut greet = Vec::new();
-            for pair in valued.windows(2) {
-                let name = |class: &u16, method: &u16| {
-                    let (c, methods) = &v.classes[class];
-                    format!("{}.{}", c, methods[usize::from(*method)])
+            let mut previous: Option<&Event> = None;
+            for (i, e) in valued.iter().enumerate() {
+                let Event::Values {
+                    kind,
+                    class,
+                    method,
+                    values,
+                    ..
+                } = e
+                else {
+                    previous = Some(e);
+                    continue;
                 };
-                match pair {
-                    // Arguments right after their entry.
-                    [Event::MethodEnter {
-                        class: c1,
-                        method: m1,
-                        ..
-                    }, Event::Values {
-                        returned: false,
-                        class,
-                        method,
-                        values,
-                        ..
-                    }] => {
-                        assert_eq!((c1, m1), (class, method), "{}", setup);
-                        match name(class, method).as_str() {
-                            "Phases.p1" => {
-                                assert!(matches!(values[..], [Value::Int(_)]), "{:?}", values);
-                                p1.0 += 1;
-                            }
-                            _ => greet.push(values.clone()),
-                        }
-                    }
-                    // The return value right before its leave.
-                    [Event::Values {
-                        returned: true,
-                        class,
-                        method,
-                        values,
-                        ..
-                    }, Event::MethodLeave { .. }] => match name(class, method).as_str() {
-                        "Phases.p1" => p1.1 += 1,
-                        _ => greet.push(values.clone()),
-                    },
-                    _ => {}
+                let (c, methods) = &v.classes[class];
+                let name = format!("{}.{}", c, methods[usize::from(*method)]);
+                // After the entry (or the values after it) / before the leave.
+                if kind.at_exit() {
+                    let rest = &valued[i + 1..];
+                    let next = rest.iter().find(|e| !matches!(e, Event::Values { .. }));
+                    assert!(
+                        matches!(next, Some(Event::MethodLeave { .. })),
+                        "{}: {:?} before {:?}",
+                        setup,
+                        kind,
+                        next
+                    );
+                } else {
+                    assert!(
+                        matches!(
+                            previous,
+                            Some(Event::MethodEnter { .. } | Event::Values { .. })
+                        ),
+                        "{}: {:?} after {:?}",
+                        setup,
+                        kind,
+                        previous
+                    );
                 }
+                match (name.as_str(), kind) {
+                    ("Phases.p1", ValuesKind::Arguments) => {
+                        assert!(matches!(values[..], [Value::Int(_)]), "{:?}", values);
+                        p1.0 += 1;
+                    }
+                    ("Phases.p1", ValuesKind::Return) => p1.1 += 1,
+                    ("Phases.greet", ValuesKind::FieldsAtEnter | ValuesKind::FieldsAtExit) => {
+                        // Phases's statics, in class-file order: MONITOR, then held.
+                        let classes: Vec<&str> = values
+                            .iter()
+                            .map(|v2| match v2 {
+                                Value::Object(o) => v.class_of(*o),
+                                _ => "not an object",
+                            })
+                            .collect();
+                        assert_eq!(classes, ["java/lang/Object", "Phases$Node"], "{}", setup);
+                        greet.push(vec![Value::Text(format!("{:?}", kind))]);
+                    }
+                    _ => greet.push(values.clone()),
+                }
+                previous = Some(e);
             }
             if capture == "events" {
                 assert_eq!(p1, (1000, 1000), "{}: p1's arguments and returns", setup);
@@ -310,6 +332,8 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
                         Value::Boolean(true),
                         Value::Object(jlive_writer::model::NO_OBJECT),
                     ],
+                    vec![Value::Text("FieldsAtEnter".into())],
+                    vec![Value::Text("FieldsAtExit".into())],
                     vec![Value::Text("hello world".into())],
                 ];
                 assert_eq!(greet, expected, "{}: greet's values", setup);

@@ -49,7 +49,16 @@ pub extern "C" fn method_exit(
         let Some(p) = profiler::get() else { return };
         if super::values::active() {
             let jvmti = Jvmti::from_raw(env);
-            super::values::exiting(p, jvmti, jni, method, by_exception != 0, value, ticks);
+            super::values::exiting(
+                p,
+                jvmti,
+                jni,
+                thread,
+                method,
+                by_exception != 0,
+                value,
+                ticks,
+            );
         }
         exited(p, ticks, method as MethodKey, || {
             attach_java_thread(p, Jvmti::from_raw(env), thread)

@@ -1,7 +1,8 @@
-//! Argument and return values of the methods the live visualizer's value filters name
-//! (`traceargvalues CLASS METHOD`, `tracereturnvalue CLASS METHOD`; `*` ends a prefix), under
-//! capture=events: MethodEntry reads the arguments from the new frame's locals (JVMTI
-//! GetLocal*), MethodExit is handed the return value. Each call's values wait in the registry
+//! Argument, return and field values of the methods the live visualizer's value filters name
+//! (`traceargvalues CLASS METHOD`, `tracereturnvalue ...`, `tracefieldvalues ...`; `*` ends a
+//! prefix), under capture=events: MethodEntry reads the arguments from the new frame's locals
+//! (JVMTI GetLocal*), MethodExit is handed the return value, and the receiver's fields (a static
+//! method's class's static fields) are read through JNI at both. Each call's values wait in the registry
 //! and the thread's buffer gets one record that points to them, after the entry's record or
 //! before the exit's. Until a burst names a method, a call pays one atomic load.
 
@@ -10,7 +11,7 @@ use crate::classes::internal_name;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{jthread, Jvmti};
 use crate::profiler::Profiler;
-use jlive_writer::model::{Value, NO_OBJECT};
+use jlive_writer::model::{Value, ValuesKind, NO_OBJECT};
 use jlive_writer::record::{MethodKey, RecordKind, ValuesInfo};
 use jni_sys::{jmethodID, jobject, jvalue, JNIEnv};
 use parking_lot::RwLock;
@@ -27,6 +28,7 @@ pub type Patterns = Vec<(String, String)>;
 struct Filters {
     args: Patterns,
     returns: Patterns,
+    fields: Patterns,
     /// What to take of each method met so far (None: nothing).
     plans: HashMap<usize, Option<Arc<Plan>>>,
 }
@@ -35,6 +37,7 @@ struct Filters {
 struct Plan {
     args: bool,
     returns: bool,
+    fields: bool,
     is_static: bool,
     /// The parameters' kinds: a descriptor's first character, `T` for a String, `L` for any
     /// other object or array.
@@ -44,11 +47,12 @@ struct Plan {
 }
 
 /// The filters of the bursts from now on (none: values are off).
-pub fn set(args: Patterns, returns: Patterns) {
-    let on = !args.is_empty() || !returns.is_empty();
+pub fn set(args: Patterns, returns: Patterns, fields: Patterns) {
+    let on = !args.is_empty() || !returns.is_empty() || !fields.is_empty();
     *FILTERS.write() = on.then(|| Filters {
         args,
         returns,
+        fields,
         plans: HashMap::new(),
     });
     ACTIVE.store(on, Ordering::SeqCst);
@@ -126,11 +130,13 @@ fn make_plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
     // A native frame's locals cannot be read.
     let args = named(&filters.args) && modifiers & 0x0100 == 0;
     let returns = named(&filters.returns);
+    let fields = named(&filters.fields);
     let (params, ret) = kinds(&descriptor)?;
-    (args || returns).then(|| {
+    (args || returns || fields).then(|| {
         Arc::new(Plan {
             args,
             returns: returns && ret != b'V',
+            fields,
             is_static: modifiers & 0x0008 != 0,
             params,
             ret,
@@ -162,7 +168,65 @@ fn object_value(
     }
 }
 
-/// MethodEntry, after the entry's record: the arguments, if the filters ask for them.
+/// The values of the fields of `this` (its class's first, then each superclass's), or of the
+/// static fields of `method`'s class, in class-file order (what the trace's class definitions
+/// list).
+fn field_values(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    this: Option<jobject>,
+    method: jmethodID,
+    ticks: u64,
+) -> Option<Vec<Value>> {
+    let j = Jni::from_callback(jni)?;
+    let (mut class, target) = match this {
+        Some(this) => (j.object_class(this), this),
+        None => {
+            let class = jvmti.method_declaring_class(method)?;
+            (Some(class), class as jobject)
+        }
+    };
+    let mut values = Vec::new();
+    while let Some(c) = class {
+        for field in jvmti.class_fields(c).ok()? {
+            let is_static = jvmti.field_modifiers(c, field).ok()? & 0x0008 != 0;
+            if is_static != this.is_none() {
+                continue;
+            }
+            let (_, descriptor) = jvmti.field_name(c, field).ok()?;
+            let k = kind(&descriptor);
+            let value = match j.field_value(target, field, descriptor.as_bytes()[0], is_static)? {
+                crate::ffi::jni::FieldValue::Object(o) => object_value(p, jvmti, jni, o, k, ticks),
+                crate::ffi::jni::FieldValue::Bytes(b) => bytes_value(k, &b)?,
+            };
+            values.push(value);
+        }
+        // A static method's class's own statics only.
+        class = this.and_then(|_| j.superclass(c));
+    }
+    Some(values)
+}
+
+/// A primitive field's value from its big-endian bytes.
+fn bytes_value(kind: u8, b: &[u8]) -> Option<Value> {
+    let n = |len: usize| -> Option<u64> {
+        (b.len() == len).then(|| b.iter().fold(0u64, |v, &x| v << 8 | u64::from(x)))
+    };
+    Some(match kind {
+        b'Z' => Value::Boolean(n(1)? != 0),
+        b'B' => Value::Byte(n(1)? as i8),
+        b'C' => Value::Char(n(2)? as u16),
+        b'S' => Value::Short(n(2)? as i16),
+        b'I' => Value::Int(n(4)? as i32),
+        b'J' => Value::Long(n(8)? as i64),
+        b'F' => Value::Float(n(4)? as u32),
+        b'D' => Value::Double(n(8)?),
+        _ => return None,
+    })
+}
+
+/// MethodEntry, after the entry's record: the arguments and the fields, if the filters ask.
 pub fn entered(
     p: &'static Profiler,
     jvmti: Jvmti,
@@ -171,19 +235,40 @@ pub fn entered(
     method: jmethodID,
     ticks: u64,
 ) {
-    let Some(plan) = plan(jvmti, method).filter(|plan| plan.args) else {
+    let Some(plan) = plan(jvmti, method) else {
         return;
     };
-    let mut slot = 0;
-    let object = if plan.is_static {
-        NO_OBJECT
+    let this = if plan.is_static {
+        None
     } else {
-        slot = 1;
-        match jvmti.local_object(thread, 0, 0) {
-            Some(this) => object_identity(p, jvmti, jni, this, ticks).0,
+        match jvmti.local_instance(thread, 0) {
+            Some(this) => Some(this),
             None => return,
         }
     };
+    let object = call_object(p, jvmti, jni, this, ticks);
+    if plan.args {
+        arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
+    }
+    if plan.fields {
+        if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+            record(p, ticks, method, object, ValuesKind::FieldsAtEnter, values);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn arguments(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    method: jmethodID,
+    plan: &Plan,
+    object: u32,
+    ticks: u64,
+) {
+    let mut slot = if plan.is_static { 0 } else { 1 };
     let mut values = Vec::with_capacity(plan.params.len());
     for &k in &plan.params {
         let value = match k {
@@ -204,24 +289,39 @@ pub fn entered(
         values.push(value);
         slot += if matches!(k, b'J' | b'D') { 2 } else { 1 };
     }
-    record(p, ticks, method, object, false, values);
+    record(p, ticks, method, object, ValuesKind::Arguments, values);
 }
 
-/// MethodExit, before the exit's record: the return value, if the filters ask for it (none
-/// when the method threw).
+/// MethodExit, before the exit's record: the fields and the return value, if the filters
+/// ask (no return value when the method threw).
+#[allow(clippy::too_many_arguments)]
 pub fn exiting(
     p: &'static Profiler,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
+    thread: jthread,
     method: jmethodID,
     by_exception: bool,
     value: jvalue,
     ticks: u64,
 ) {
-    let Some(plan) = plan(jvmti, method).filter(|plan| plan.returns) else {
+    let Some(plan) = plan(jvmti, method) else {
         return;
     };
-    if by_exception {
+    // A method that threw leaves its exception pending: no JNI call, and no return value.
+    if by_exception || !(plan.fields || plan.returns) {
+        return;
+    }
+    let this = (!plan.is_static)
+        .then(|| jvmti.local_instance(thread, 0))
+        .flatten();
+    let object = call_object(p, jvmti, jni, this, ticks);
+    if plan.fields && (plan.is_static || this.is_some()) {
+        if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+            record(p, ticks, method, object, ValuesKind::FieldsAtExit, values);
+        }
+    }
+    if !plan.returns {
         return;
     }
     // SAFETY: JVMTI hands the return value in the union member of the method's return type.
@@ -231,10 +331,29 @@ pub fn exiting(
             b'D' => Value::Double(value.d.to_bits()),
             b'F' => Value::Float(value.f.to_bits()),
             b'L' | b'T' => object_value(p, jvmti, jni, value.l, plan.ret, ticks),
-            k => int_value(k, value.i),
+            b'Z' => Value::Boolean(value.z != 0),
+            b'B' => Value::Byte(value.b),
+            b'C' => Value::Char(value.c),
+            b'S' => Value::Short(value.s),
+            _ => Value::Int(value.i),
         }
     };
-    record(p, ticks, method, NO_OBJECT, true, vec![value]);
+    record(p, ticks, method, object, ValuesKind::Return, vec![value]);
+}
+
+/// The object the values name: the one the call's entry names (its receiver with
+/// `objects=on`, else none), so that the visualizer pairs them with the call.
+fn call_object(
+    p: &'static Profiler,
+    jvmti: Jvmti,
+    jni: *mut JNIEnv,
+    this: Option<jobject>,
+    ticks: u64,
+) -> u32 {
+    match this {
+        Some(this) if p.options.objects => object_identity(p, jvmti, jni, this, ticks).0,
+        _ => NO_OBJECT,
+    }
 }
 
 /// An int-sized value by its kind.
@@ -253,7 +372,7 @@ fn record(
     ticks: u64,
     method: jmethodID,
     object: u32,
-    returned: bool,
+    kind: ValuesKind,
     values: Vec<Value>,
 ) {
     let Some(buffer) = crate::buffer::Hub::current() else {
@@ -262,7 +381,7 @@ fn record(
     let key = p.registry.put_values(ValuesInfo {
         method: method as MethodKey,
         object,
-        returned,
+        kind,
         values,
     });
     if !buffer.append(&p.hub, RecordKind::Values, ticks, key, 0, Some(0), true) {

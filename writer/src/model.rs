@@ -450,9 +450,30 @@ pub struct Values {
     pub method: MethodId,
     /// The receiver, or [`NO_OBJECT`] for a static method.
     pub object: ObjectId,
-    /// True: the return value (one); false: the arguments, in order.
-    pub returned: bool,
+    pub kind: ValuesKind,
     pub values: Vec<Value>,
+}
+
+/// Which values of a call: written right after its entry (arguments, fields at entry) or right
+/// before its leave (return value, fields at exit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ValuesKind {
+    /// The arguments, in order.
+    #[default]
+    Arguments,
+    /// The return value (one).
+    Return,
+    /// The receiver's instance fields (its class's first, then each superclass's, in
+    /// class-file order), or a static method's class's static fields.
+    FieldsAtEnter,
+    FieldsAtExit,
+}
+
+impl ValuesKind {
+    /// Whether the values go right before the call's leave.
+    pub fn at_exit(self) -> bool {
+        matches!(self, ValuesKind::Return | ValuesKind::FieldsAtExit)
+    }
 }
 
 /// Why the JVM holds an object live by itself (JVMTI's root kinds, JinsightLive's GC roots).
@@ -527,8 +548,12 @@ impl Event {
             Event::GcFinish { .. } => "GC_FINISH",
             Event::UserEvent { .. } => "USER_EVENT",
             Event::Sync(_) => "SYNC",
-            Event::Values(v) if v.returned => "RETURN_VALUE",
-            Event::Values(_) => "ARGUMENT_VALUES",
+            Event::Values(v) => match v.kind {
+                ValuesKind::Arguments => "ARGUMENT_VALUES",
+                ValuesKind::Return => "RETURN_VALUE",
+                ValuesKind::FieldsAtEnter => "FIELD_VALUES_AT_ENTER",
+                ValuesKind::FieldsAtExit => "FIELD_VALUES_AT_EXIT",
+            },
             Event::Heap { part, .. } => match **part {
                 HeapPart::Refs { .. } => "REFS",
                 HeapPart::Statics { .. } => "STATIC_REFS",

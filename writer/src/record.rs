@@ -318,7 +318,7 @@ pub struct MethodRef {
 pub struct ValuesInfo {
     pub method: MethodKey,
     pub object: u32,
-    pub returned: bool,
+    pub kind: crate::model::ValuesKind,
     pub values: Vec<crate::model::Value>,
 }
 
@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn records_come_back_from_their_slots() {
         let mut records = Vec::new();
-        for v in 1..=15u8 {
+        for v in 1..=16u8 {
             let kind = RecordKind::from_u8(v).unwrap();
             records.push(Record::new(kind, 100 + u64::from(v), 7, NO_OBJECT, 9));
             records.push(Record::new(kind, u64::MAX - 1, 1 << 40, 5, 9));
@@ -497,9 +497,9 @@ mod tests {
         }
         assert_eq!(batch.records().collect::<Vec<_>>(), records);
         // One slot: the entries of keys 7 and 2^28 - 1 (with any receiver) and the exit of
-        // key 2^28 - 1 (the only exit without an argument); the other 72 take two.
-        assert_eq!(batch.slots.len(), 3 + 2 * 72);
-        assert_eq!(RecordKind::from_u8(16), None);
+        // key 2^28 - 1 (the only exit without an argument); the other 77 take two.
+        assert_eq!(batch.slots.len(), 3 + 2 * 77);
+        assert_eq!(RecordKind::from_u8(17), None);
     }
 
     /// Dropping keeps what the writer needs to follow threads and objects, in order, and

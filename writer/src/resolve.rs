@@ -615,8 +615,11 @@ impl<S: Sink> Resolver<S> {
                 RecordKind::Mount => self.switch_to(carrier, record.key as ThreadKey),
                 RecordKind::Unmount => self.switch_to(carrier, carrier),
                 _ if thread == UNKNOWN_THREAD => {
-                    if record.kind == RecordKind::Sync {
-                        self.symbols.sync(record.key);
+                    // Details kept for the record are let go.
+                    match record.kind {
+                        RecordKind::Sync => drop(self.symbols.sync(record.key)),
+                        RecordKind::Values => drop(self.symbols.values(record.key)),
+                        _ => {}
                     }
                     self.counts.unknown_thread += 1
                 }
@@ -821,6 +824,11 @@ impl<S: Sink> Resolver<S> {
         let Some(info) = self.symbols.values(r.key) else {
             return Ok(());
         };
+        // They belong to the thread's open call of that method (its entry may have been
+        // dropped by overflow=drop, or lie before the burst).
+        if self.current.1.frames.last().map(|f| f.key) != Some(info.method) {
+            return Ok(());
+        }
         let Some(method) = self.method(info.method, r.ticks)? else {
             return Ok(());
         };
@@ -844,7 +852,7 @@ impl<S: Sink> Resolver<S> {
             thread,
             method,
             object,
-            returned: info.returned,
+            kind: info.kind,
             values,
         })))
     }

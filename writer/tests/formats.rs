@@ -1315,3 +1315,103 @@ fn native_methods_calls_are_jinsightlives_native_events_and_read_back_as_calls()
         ]
     );
 }
+
+/// Every kind of values, with every kind of value, reads back from JinsightLive as written:
+/// an object the file has not defined is an unknown one; the events pass `jlive check`.
+#[test]
+fn values_read_back_as_written_and_undefined_objects_are_unknown() {
+    let all = vec![
+        Value::Byte(-3),
+        Value::Char(0x263A),
+        Value::Short(-300),
+        Value::Int(-70_000),
+        Value::Long(1 << 40),
+        Value::Float(1.5f32.to_bits()),
+        Value::Double((-2.25f64).to_bits()),
+        Value::Boolean(true),
+        Value::Object(5),
+        Value::Object(NO_OBJECT),
+        Value::Object(99),
+        Value::Unknown,
+        Value::Text("héllo ☺".into()),
+    ];
+    let kinds = [
+        ValuesKind::Arguments,
+        ValuesKind::FieldsAtEnter,
+        ValuesKind::FieldsAtExit,
+        ValuesKind::Return,
+    ];
+    let keys: Vec<u64> = (0..kinds.len() as u64).collect();
+    struct WithValues(Vec<ValuesInfo>);
+    impl Symbols for WithValues {
+        fn method(&self, key: MethodKey) -> Option<MethodRef> {
+            Fixture.method(key)
+        }
+        fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
+            Fixture.class(key)
+        }
+        fn class_by_name(&self, name: &str) -> Option<ClassKey> {
+            Fixture.class_by_name(name)
+        }
+        fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
+            Fixture.thread(key)
+        }
+        fn values(&self, key: u64) -> Option<ValuesInfo> {
+            self.0.get(key as usize).cloned()
+        }
+    }
+    let infos = kinds
+        .iter()
+        .map(|&kind| ValuesInfo {
+            method: 101,
+            object: NO_OBJECT,
+            kind,
+            values: if kind == ValuesKind::Return {
+                vec![Value::Text("r".into())]
+            } else {
+                all.clone()
+            },
+        })
+        .collect();
+    let mut s = Resolver::new(
+        JinsightSink::<_, false>::new(Cursor::new(Vec::new()), &info(), None).unwrap(),
+        Arc::new(WithValues(infos)),
+        ResolverConfig::default(),
+    );
+    let mut records = vec![
+        Record::new(RecordKind::ObjectAlloc, 2, 4, 5, NOT_ARRAY),
+        entry(3, 101),
+    ];
+    for &key in &keys {
+        records.push(Record::new(RecordKind::Values, 4, key, 0, 0));
+    }
+    records.push(exit(5, 101));
+    s.begin_burst(1).unwrap();
+    s.batch(&batch(7, records)).unwrap();
+    s.end_burst(6).unwrap();
+    let data = s.finish(None).unwrap().0.into_inner().into_inner();
+    check(&data[..]).unwrap_or_else(|e| panic!("check: {}", e));
+    let trace = decode(&data);
+    let read: Vec<(ValuesKind, Vec<Value>)> = trace
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Values(v) => {
+                assert_eq!(trace.method_name(v.method), "app/Fib.fib");
+                Some((v.kind, v.values.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut expected_all = all.clone();
+    expected_all[10] = Value::Unknown; // object 99 was never defined
+    assert_eq!(
+        read,
+        [
+            (ValuesKind::Arguments, expected_all.clone()),
+            (ValuesKind::FieldsAtEnter, expected_all.clone()),
+            (ValuesKind::FieldsAtExit, expected_all),
+            (ValuesKind::Return, vec![Value::Text("r".into())]),
+        ]
+    );
+}

@@ -413,7 +413,8 @@ impl<'a> Decoder<'a> {
                 message: self.str()?,
             },
             GENERATION => Event::Generation { ticks },
-            ARG_VALUES | RETURN_VALUE => {
+            ARG_VALUES | RETURN_VALUE | FIELD_VALUES_AT_ENTER | FIELD_VALUES_AT_EXIT => {
+                let kind = values_kind(code).unwrap_or_default();
                 let returned = code == RETURN_VALUE;
                 let (class, object, thread, method) =
                     (self.u16()?, self.u32()?, self.u32()?, self.u16()?);
@@ -427,7 +428,7 @@ impl<'a> Decoder<'a> {
                 }
                 Event::Values {
                     ticks,
-                    returned,
+                    kind,
                     class,
                     object,
                     thread,

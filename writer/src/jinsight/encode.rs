@@ -417,9 +417,10 @@ impl<W: Write + Seek> Encoder<W> {
                 thread,
                 method,
                 values,
-                returned,
+                kind,
                 ..
             } => {
+                let returned = *kind == crate::model::ValuesKind::Return;
                 self.u16(*class);
                 self.u32(*object);
                 self.u32(*thread);
@@ -427,7 +428,7 @@ impl<W: Write + Seek> Encoder<W> {
                 if !returned {
                     self.u16(values.len().min(i16::MAX as usize) as u16);
                 }
-                let n = if *returned { 1 } else { i16::MAX as usize };
+                let n = if returned { 1 } else { i16::MAX as usize };
                 values.iter().take(n).for_each(|v| self.value(v));
             }
             Event::ObjectRefs { object, to } => {

@@ -53,6 +53,8 @@
 //! Values, for the methods the live visualizer's value filters name (right after the entry /
 //! right before the leave of the call):
 //!   103 ARG_VALUES          ticks u16 class u32 object u32 thread u16 method i16 n value*n
+//!   104 FIELD_VALUES_AT_ENTER, 107 FIELD_VALUES_AT_EXIT    the same, the receiver's instance
+//!                           fields (or a static method's class's static fields)
 //!   105 RETURN_VALUE        ticks u16 class u32 object u32 thread u16 method value
 //!   value := u8 tag, then 'B' i8 | 'C' u16 | 'S' i16 | 'I' i32 | 'J' i64 | 'F' f32 | 'D' f64 |
 //!            'Z' u8 | 'L' u32 object (0xFFFFFFF7 null, 0xFFFFFFF8 unknown) |
@@ -123,6 +125,30 @@ pub const WIDE_NATIVE_METHOD_ENTER: u8 = 92;
 pub const NATIVE_METHOD_LEAVE: u8 = 33;
 pub const ARG_VALUES: u8 = 103;
 pub const RETURN_VALUE: u8 = 105;
+pub const FIELD_VALUES_AT_ENTER: u8 = 104;
+pub const FIELD_VALUES_AT_EXIT: u8 = 107;
+
+/// The event of a kind of values, and back.
+pub fn values_code(kind: crate::model::ValuesKind) -> u8 {
+    use crate::model::ValuesKind as K;
+    match kind {
+        K::Arguments => ARG_VALUES,
+        K::Return => RETURN_VALUE,
+        K::FieldsAtEnter => FIELD_VALUES_AT_ENTER,
+        K::FieldsAtExit => FIELD_VALUES_AT_EXIT,
+    }
+}
+
+pub fn values_kind(code: u8) -> Option<crate::model::ValuesKind> {
+    use crate::model::ValuesKind as K;
+    Some(match code {
+        ARG_VALUES => K::Arguments,
+        RETURN_VALUE => K::Return,
+        FIELD_VALUES_AT_ENTER => K::FieldsAtEnter,
+        FIELD_VALUES_AT_EXIT => K::FieldsAtExit,
+        _ => return None,
+    })
+}
 /// The object IDs of a value that is null, and of one the trace does not name.
 pub const NULL_VALUE: u32 = 0xFFFF_FFF7;
 pub const UNKNOWN_VALUE: u32 = 0xFFFF_FFF8;
@@ -441,10 +467,10 @@ pub enum Event {
         thread: u32,
         nanoseconds: u64,
     },
-    /// A call's arguments (103) or its return value (105, one value).
+    /// A call's arguments (103), fields (104, 107) or return value (105, one value).
     Values {
         ticks: u64,
-        returned: bool,
+        kind: crate::model::ValuesKind,
         class: u16,
         object: u32,
         thread: u32,
@@ -507,10 +533,7 @@ impl Event {
             Event::EndBurst { .. } => END_BURST,
             Event::TraceEnd { .. } => TRACE_END,
             Event::MonitorContention { .. } => MONITOR_CONTENTION,
-            Event::Values {
-                returned: false, ..
-            } => ARG_VALUES,
-            Event::Values { returned: true, .. } => RETURN_VALUE,
+            Event::Values { kind, .. } => values_code(*kind),
             Event::ObjectRefs { .. } => OBJECT_REFS,
             Event::ArrayRefs { .. } => ARRAY_REFS,
             Event::StaticRoot { .. } => STATIC_ROOT,
@@ -605,6 +628,8 @@ pub fn code_name(code: u8) -> &'static str {
         MONITOR_CONTENTION => "MONITOR_CONTENTION",
         ARG_VALUES => "ARG_VALUES",
         RETURN_VALUE => "RETURN_VALUE",
+        FIELD_VALUES_AT_ENTER => "FIELD_VALUES_AT_ENTER",
+        FIELD_VALUES_AT_EXIT => "FIELD_VALUES_AT_EXIT",
         OBJECT_REFS => "OBJECT_REFS",
         ARRAY_REFS => "ARRAY_REFS",
         STATIC_ROOT => "STATIC_ROOT",

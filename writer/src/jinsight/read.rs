@@ -335,7 +335,7 @@ impl Translator {
             Event::EndOfReport { events } => heap(HeapPart::EndOfReport { events }),
             Event::Values {
                 ticks,
-                returned,
+                kind,
                 class,
                 object,
                 thread,
@@ -349,7 +349,7 @@ impl Translator {
                     index: method,
                 },
                 object,
-                returned,
+                kind,
                 values,
             })),
         };

@@ -279,12 +279,14 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
                 let class = c.id as u16;
                 self.classes = self.classes.max(c.id + 1);
                 let native = |m: &model::MethodDef| m.access & model::access::NATIVE != 0;
+                let at = c.id as usize;
                 if c.methods.iter().any(native) {
-                    let at = c.id as usize;
                     if self.natives.len() <= at {
                         self.natives.resize(at + 1, None);
                     }
                     self.natives[at] = Some(c.methods.iter().map(native).collect());
+                } else if let Some(slot) = self.natives.get_mut(at) {
+                    *slot = None;
                 }
                 self.encoder.write(&Event::ClassDefine {
                     ticks: c.ticks,
@@ -329,7 +331,7 @@ impl<W: Write + Seek, const BIG: bool> Sink for JinsightSink<W, BIG> {
             M::Heap { ticks, part } => heap_event(*ticks, part),
             M::Values(v) => Event::Values {
                 ticks: v.ticks,
-                returned: v.returned,
+                kind: v.kind,
                 class: v.method.class as u16,
                 object: v.object,
                 thread: v.thread,
