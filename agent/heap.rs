@@ -269,6 +269,8 @@ pub fn to_trace(p: &Profiler, what: Dump) -> Result<String, String> {
     if let Err(e) = p.jvmti.force_garbage_collection() {
         crate::log::info(&format!("no collection before the heap walk: {}", e));
     }
+    // Objects given IDs from here on are not the walk's to free.
+    let below = p.next_object.load(std::sync::atomic::Ordering::SeqCst);
     let walked =
         p.vm.with_env(|jni| walk(p.jvmti, jni, Ids::Agent(p)))
             .unwrap_or_else(|| Err("this thread cannot attach to the JVM".into()))?;
@@ -281,6 +283,7 @@ pub fn to_trace(p: &Profiler, what: Dump) -> Result<String, String> {
             .map(|&(id, class, length)| (id, class, not_array(length)))
             .collect(),
         population: what != Dump::References,
+        below,
         ..Default::default()
     };
     if what != Dump::Population {

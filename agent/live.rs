@@ -393,6 +393,7 @@ impl Client {
         match p.open_burst(jvmti, None, Some(flags), true) {
             Ok(_) => self.burst = Some(burst),
             Err(e) => {
+                values::set(Vec::new(), Vec::new(), Vec::new());
                 // The visualizer waits for an END_BURST: an empty burst that says why.
                 log::info(&format!("live: no burst: {}", e));
                 let ticks = crate::clock::ticks();
@@ -408,7 +409,6 @@ impl Client {
 
     fn end_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
         self.burst = None;
-        values::set(Vec::new(), Vec::new(), Vec::new());
         if self.settings.force_gc {
             let _ = jvmti.force_garbage_collection();
         }

@@ -89,7 +89,7 @@ fn kinds(descriptor: &str) -> Option<(Vec<u8>, u8)> {
         if bytes[i] == b'L' {
             i += params[i..].find(';')?;
         }
-        kinds.push(kind(&params[start..=i]));
+        kinds.push(kind(params.get(start..=i)?));
         i += 1;
     }
     Some((kinds, kind(ret)))
@@ -196,7 +196,8 @@ fn field_values(
             }
             let (_, descriptor) = jvmti.field_name(c, field).ok()?;
             let k = kind(&descriptor);
-            let value = match j.field_value(target, field, descriptor.as_bytes()[0], is_static)? {
+            let first = *descriptor.as_bytes().first()?;
+            let value = match j.field_value(target, field, first, is_static)? {
                 crate::ffi::jni::FieldValue::Object(o) => object_value(p, jvmti, jni, o, k, ticks),
                 crate::ffi::jni::FieldValue::Bytes(b) => bytes_value(k, &b)?,
             };

@@ -892,14 +892,23 @@ impl Jvmti {
         call!(self, 2, (u32, u32, jthread), mode, event, thread)
     }
 
-    /// Local variable `slot` of the frame at `depth` (GetLocalObject, GetLocalInt...): None
-    /// where the frame has no such variable or cannot be read (a native frame).
-    pub fn local_object(&self, thread: jthread, depth: jint, slot: jint) -> Option<jobject> {
-        let mut v: jobject = ptr::null_mut();
+    /// Local variable `slot` of the frame at `depth`, through JVMTI function `function`
+    /// (GetLocalObject 21, GetLocalInt 22, GetLocalLong 23, GetLocalFloat 24, GetLocalDouble
+    /// 25, whose value type is `T`): None where the frame has no such variable or cannot be
+    /// read (a native frame).
+    fn local<T: Copy>(
+        &self,
+        function: usize,
+        thread: jthread,
+        depth: jint,
+        slot: jint,
+        zero: T,
+    ) -> Option<T> {
+        let mut v = zero;
         call!(
             self,
-            21,
-            (jthread, jint, jint, *mut jobject),
+            function,
+            (jthread, jint, jint, *mut T),
             thread,
             depth,
             slot,
@@ -907,66 +916,26 @@ impl Jvmti {
         )
         .ok()?;
         Some(v)
+    }
+
+    pub fn local_object(&self, thread: jthread, depth: jint, slot: jint) -> Option<jobject> {
+        self.local(21, thread, depth, slot, ptr::null_mut())
     }
 
     pub fn local_int(&self, thread: jthread, depth: jint, slot: jint) -> Option<jint> {
-        let mut v: jint = 0;
-        call!(
-            self,
-            22,
-            (jthread, jint, jint, *mut jint),
-            thread,
-            depth,
-            slot,
-            &mut v
-        )
-        .ok()?;
-        Some(v)
+        self.local(22, thread, depth, slot, 0)
     }
 
     pub fn local_long(&self, thread: jthread, depth: jint, slot: jint) -> Option<jlong> {
-        let mut v: jlong = 0;
-        call!(
-            self,
-            23,
-            (jthread, jint, jint, *mut jlong),
-            thread,
-            depth,
-            slot,
-            &mut v
-        )
-        .ok()?;
-        Some(v)
+        self.local(23, thread, depth, slot, 0)
     }
 
     pub fn local_float(&self, thread: jthread, depth: jint, slot: jint) -> Option<f32> {
-        let mut v: f32 = 0.0;
-        call!(
-            self,
-            24,
-            (jthread, jint, jint, *mut f32),
-            thread,
-            depth,
-            slot,
-            &mut v
-        )
-        .ok()?;
-        Some(v)
+        self.local(24, thread, depth, slot, 0.0)
     }
 
     pub fn local_double(&self, thread: jthread, depth: jint, slot: jint) -> Option<f64> {
-        let mut v: f64 = 0.0;
-        call!(
-            self,
-            25,
-            (jthread, jint, jint, *mut f64),
-            thread,
-            depth,
-            slot,
-            &mut v
-        )
-        .ok()?;
-        Some(v)
+        self.local(25, thread, depth, slot, 0.0)
     }
 
     /// `this` of the frame at `depth`, or None for static and native frames.

@@ -149,10 +149,15 @@ impl FormatOptions {
     fn create(&self, path: &str) -> io::Result<Out> {
         if let Some(socket) = gzip::take_stream() {
             let copy = match path {
-                "" => None,
-                path => Some(file::create(path, self.mode)?),
+                "" => Ok(None),
+                path => file::create(path, self.mode).map(Some),
             };
-            return Ok(Out::Live(Box::new(gzip::LiveOut::new(socket, copy)?)));
+            // A stream that cannot start is shut, so that the agent sees its client gone.
+            let live = copy.and_then(|copy| gzip::LiveOut::new(socket.try_clone()?, copy));
+            if live.is_err() {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+            return Ok(Out::Live(Box::new(live?)));
         }
         Ok(Out::new(file::create(path, self.mode)?, self.gzip))
     }

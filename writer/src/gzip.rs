@@ -62,7 +62,10 @@ thread_local! {
 pub fn streaming<T>(socket: TcpStream, open: impl FnOnce() -> T) -> T {
     NEXT_STREAM.with(|s| *s.borrow_mut() = Some(socket));
     let opened = open();
-    NEXT_STREAM.with(|s| s.borrow_mut().take());
+    // Not taken (no trace was opened): shut, so that the agent sees its client gone.
+    if let Some(left) = NEXT_STREAM.with(|s| s.borrow_mut().take()) {
+        let _ = left.shutdown(std::net::Shutdown::Both);
+    }
     opened
 }
 
@@ -78,6 +81,14 @@ impl LiveOut {
         let _ = socket.set_nodelay(true);
         (&socket).write_all(&[0])?;
         Ok(LiveOut { socket, copy })
+    }
+}
+
+impl Drop for LiveOut {
+    /// The stream is over (the trace ended or went back to a file): the client is told, and
+    /// the agent, which holds the connection too, sees it gone.
+    fn drop(&mut self) {
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
     }
 }
 

@@ -417,8 +417,10 @@ pub struct HeapDump {
     /// Every live object the walk reached: (object ID, class key, array length or
     /// [`NOT_ARRAY`]); each is defined before the parts that name it.
     pub objects: Vec<(u32, ClassKey, u32)>,
-    /// A population dump: objects the file defined and the walk did not reach are freed.
+    /// A population dump: objects the file defined and the walk did not reach are freed, among
+    /// those whose IDs lie below `below` (given before the walk: later ones are new).
     pub population: bool,
+    pub below: u32,
     /// References between objects (fields, array elements): (from, to), grouped by `from`.
     pub refs: Vec<(u32, u32)>,
     /// Static fields' references: (class, to).

@@ -406,7 +406,7 @@ impl<S: Sink> Resolver<S> {
                 .objects
                 .keys()
                 .copied()
-                .filter(|o| !live.contains(o))
+                .filter(|&o| o < dump.below && !live.contains(&o))
                 .collect();
             dead.sort_unstable();
             for object in dead {

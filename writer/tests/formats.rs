@@ -1202,6 +1202,7 @@ fn a_heap_dump_reads_back_part_by_part_and_frees_what_is_gone() {
             (4, 77, NOT_ARRAY),
         ],
         population: true,
+        below: 100,
         refs: vec![(2, 1), (1, 3), (2, 3), (1, 4)],
         statics: vec![(4, 2)],
         roots: vec![(RootKind::JavaStack, 2), (RootKind::JniGlobal, 1)],
