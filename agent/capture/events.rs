@@ -30,7 +30,7 @@ pub extern "C" fn method_entry(
             attach_java_thread(p, jvmti, thread)
         });
         if super::values::active() {
-            super::values::entered(p, jvmti, jni, thread, method, ticks);
+            super::values::entered(p, jvmti, jni, thread, method, object, ticks);
         }
     });
 }

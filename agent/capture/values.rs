@@ -227,13 +227,15 @@ fn bytes_value(kind: u8, b: &[u8]) -> Option<Value> {
     })
 }
 
-/// MethodEntry, after the entry's record: the arguments and the fields, if the filters ask.
+/// MethodEntry, after the entry's record (which named `object`): the arguments and the fields,
+/// if the filters ask.
 pub fn entered(
     p: &'static Profiler,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     thread: jthread,
     method: jmethodID,
+    object: u32,
     ticks: u64,
 ) {
     let Some(plan) = plan(jvmti, method) else {
@@ -247,7 +249,6 @@ pub fn entered(
             None => return,
         }
     };
-    let object = call_object(p, jvmti, jni, this, ticks);
     if plan.args {
         arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
     }
@@ -313,7 +314,8 @@ pub fn exiting(
     if by_exception || !(plan.fields || plan.returns) {
         return;
     }
-    let this = (!plan.is_static)
+    // `this`: for the fields, and as the values' object (objects=on).
+    let this = (!plan.is_static && (plan.fields || p.options.objects))
         .then(|| jvmti.local_instance(thread, 0))
         .flatten();
     let object = call_object(p, jvmti, jni, this, ticks);

@@ -419,20 +419,11 @@ impl<S: Sink> Resolver<S> {
             ticks,
             part: Box::new(part),
         };
-        let mut refs = dump.refs.clone();
-        refs.sort_by_key(|r| r.0);
-        let mut refs = refs.iter().peekable();
-        while let Some(&(from, first)) = refs.next() {
-            let mut to = vec![first];
-            while let Some(&&(_, next)) = refs.peek().filter(|r| r.0 == from) {
-                to.push(next);
-                refs.next();
-            }
+        for (from, mut to) in grouped(&dump.refs) {
             if !self.object_defined(from) {
                 continue;
             }
             to.retain(|&o| self.object_defined(o));
-            to.dedup();
             self.emit(part(HeapPart::Refs {
                 object: from,
                 array: arrays.contains(&from),
@@ -440,16 +431,8 @@ impl<S: Sink> Resolver<S> {
             }))?;
             events += 1;
         }
-        let mut statics: Vec<(ClassKey, u32)> = dump.statics.clone();
-        statics.sort_unstable();
-        let mut statics = statics.into_iter().peekable();
-        while let Some((class, first)) = statics.next() {
-            let mut to = vec![first];
-            while let Some((_, next)) = statics.next_if(|s| s.0 == class) {
-                to.push(next);
-            }
+        for (class, mut to) in grouped(&dump.statics) {
             to.retain(|&o| self.object_defined(o));
-            to.dedup();
             let Some(class) = self.class_id(class, ticks)? else {
                 continue;
             };
@@ -1336,6 +1319,25 @@ impl<S: Sink> Resolver<S> {
             object: r.arg,
         })
     }
+}
+
+/// `(from, to)` pairs as each `from` with its `to`s, in the order given (a `to` repeated
+/// right after itself, once).
+fn grouped(pairs: &[(u32, u32)]) -> Vec<(u32, Vec<u32>)> {
+    let mut sorted = pairs.to_vec();
+    sorted.sort_by_key(|p| p.0);
+    let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
+    for (from, to) in sorted {
+        match groups.last_mut() {
+            Some((f, list)) if *f == from => {
+                if list.last() != Some(&to) {
+                    list.push(to);
+                }
+            }
+            _ => groups.push((from, vec![to])),
+        }
+    }
+    groups
 }
 
 /// The ObjectBound record of the constructor entered with `key`, among the records after its
