@@ -6,12 +6,13 @@
 //! between the records made before and after it. One lock serialises all of this.
 
 use crate::buffer::Hub;
+use crate::capture::trigger::{self, Action, Trigger};
 use crate::clock;
 use crate::ffi::jvmti::{self, cap, Jvmti};
 use crate::log;
 use crate::options::{Gc, Methods, Output};
 use crate::profiler::Profiler;
-use jlive_writer::record::{Message, RecordKind};
+use jlive_writer::record::{BurstScope, Message, MethodKey, RecordKind, ThreadKey, TriggerScope};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -84,11 +85,27 @@ pub struct BurstState {
     count: u32,
     /// The current file's number (`%n`).
     file: u32,
+    /// A burst waiting for its trigger.
+    armed: Option<Armed>,
+    /// A trigger's dump, fired and waiting for the control thread.
+    fired: Option<Action>,
+}
+
+/// What an armed burst will be.
+struct Armed {
+    flags: BurstFlags,
+    triggers: Vec<Trigger>,
+    /// Its limit and depth (the trigger is added when it fires).
+    scope: BurstScope,
+    end_on_exit: bool,
 }
 
 impl BurstState {
     pub fn is_open(&self) -> bool {
         self.flags.is_some()
+    }
+    pub fn is_armed(&self) -> bool {
+        self.armed.is_some()
     }
     pub fn opened(&self) -> Option<Instant> {
         self.opened
@@ -115,17 +132,48 @@ impl Profiler {
         flags: Option<BurstFlags>,
         live: bool,
     ) -> Result<String, String> {
+        self.open_scoped(jvmti, label, flags, live, BurstScope::default())
+    }
+
+    /// [`Profiler::open_burst`] of a burst that writes only what `scope` keeps.
+    pub fn open_scoped(
+        &self,
+        jvmti: Jvmti,
+        label: Option<&str>,
+        flags: Option<BurstFlags>,
+        live: bool,
+        scope: BurstScope,
+    ) -> Result<String, String> {
         let mut state = self.bursts.lock();
+        self.may_open(&state, live)?;
+        self.open_locked(&mut state, jvmti, label, flags, scope)
+    }
+
+    /// Why a burst cannot begin now, if it cannot.
+    fn may_open(&self, state: &BurstState, live: bool) -> Result<(), String> {
         if crate::live::connected() && !live {
             return Err("the JinsightLive visualizer is connected and drives the bursts".into());
         }
-
         if state.is_open() {
             return Err(format!("burst {} is already open", state.count));
+        }
+        if state.is_armed() {
+            return Err("a burst waits for its trigger".into());
         }
         if self.closed.load(Ordering::SeqCst) {
             return Err("the JVM is shutting down".into());
         }
+        Ok(())
+    }
+
+    fn open_locked(
+        &self,
+        state: &mut BurstState,
+        jvmti: Jvmti,
+        label: Option<&str>,
+        flags: Option<BurstFlags>,
+        scope: BurstScope,
+    ) -> Result<String, String> {
         let flags = flags.unwrap_or_else(|| self.default_flags());
         let to_file = self.options.writes_file();
         let to_plugin = self.options.output != Output::File && crate::plugin::started();
@@ -137,7 +185,8 @@ impl Profiler {
             // before the burst's beginning.
             self.hub.collect();
             let ticks = clock::ticks();
-            self.hub.control(Message::BurstBegin { ticks });
+            let scope = (!scope.is_empty()).then(|| Box::new(scope));
+            self.hub.control(Message::BurstBegin { ticks, scope });
             if let Some(label) = label.filter(|l| !l.is_empty()) {
                 self.hub.control(Message::UserEvent {
                     ticks,
@@ -157,6 +206,118 @@ impl Profiler {
         state.count += 1;
         log::info(&format!("burst {} begun", state.count));
         Ok(format!("burst {} begun", state.count))
+    }
+
+    /// Arms a burst (the visualizer's): it begins when one of `triggers` fires, with `flags`
+    /// and `scope`; `end_on_exit`: it writes nothing after the firing entry's exit.
+    pub fn arm_burst(
+        &self,
+        jvmti: Jvmti,
+        flags: BurstFlags,
+        triggers: Vec<Trigger>,
+        scope: BurstScope,
+        end_on_exit: bool,
+    ) -> Result<String, String> {
+        let mut state = self.bursts.lock();
+        self.may_open(&state, true)?;
+        if flags.methods == Methods::Off {
+            return Err("triggers need method entries: methods=off".into());
+        }
+        if !self.options.writes_file() {
+            return Err("triggers begin bursts of the trace: output=plugin writes none".into());
+        }
+        trigger::arm(&triggers, |each| self.registry.each_method(each));
+        self.entries_for_triggers(jvmti, true);
+        let names: Vec<String> = triggers
+            .iter()
+            .map(|t| format!("{}.{}", t.class, t.method))
+            .collect();
+        state.armed = Some(Armed {
+            flags,
+            triggers,
+            scope,
+            end_on_exit,
+        });
+        let text = format!("burst armed: it begins with {}", names.join(" or "));
+        log::info(&text);
+        Ok(text)
+    }
+
+    /// Method entries seen for the triggers (`on`), or no longer.
+    fn entries_for_triggers(&self, jvmti: Jvmti, on: bool) {
+        if self.uses_bci() {
+            crate::capture::bci::set_trigger_gate(on);
+        } else if let Err(e) = jvmti.set_event(jvmti::EVENT_METHOD_ENTRY, on) {
+            log::warn(&format!("switching MethodEntry for triggers failed: {}", e));
+        }
+    }
+
+    /// A trigger fired on the entry of `method` on `thread` (the thread that entered it, which
+    /// records that entry next when this returns true: the burst has begun).
+    pub fn fire(&self, which: usize, method: MethodKey, thread: Option<ThreadKey>) -> bool {
+        let mut state = self.bursts.lock();
+        let Some(armed) = state.armed.take() else {
+            return false;
+        };
+        let Some(t) = armed.triggers.get(which).cloned() else {
+            self.entries_for_triggers(self.jvmti, false);
+            return false;
+        };
+        if t.action != Action::Trace {
+            self.entries_for_triggers(self.jvmti, false);
+            state.fired = Some(t.action);
+            return false;
+        }
+        let mut scope = armed.scope;
+        scope.trigger = thread.map(|thread| TriggerScope {
+            thread,
+            method,
+            lock: t.lock,
+            end_on_exit: armed.end_on_exit,
+        });
+        let label = format!("triggered by {}.{}", t.class, t.method);
+        let opened = self.open_locked(
+            &mut state,
+            self.jvmti,
+            Some(&label),
+            Some(armed.flags),
+            scope,
+        );
+        if let Err(e) = &opened {
+            self.entries_for_triggers(self.jvmti, false);
+            state.fired = Some(Action::Trace);
+            log::info(&format!(
+                "live: the trigger fired and no burst began: {}",
+                e
+            ));
+        }
+        opened.is_ok()
+    }
+
+    /// Disarms a burst that waits for its trigger; true when one did (or had fired a dump,
+    /// or a burst that could not begin, not yet served: see [`Profiler::take_fired`]).
+    pub fn disarm_burst(&self, jvmti: Jvmti) -> bool {
+        trigger::disarm();
+        let mut state = self.bursts.lock();
+        let fired = state.fired.take().is_some();
+        match state.armed.take() {
+            Some(_) => {
+                self.entries_for_triggers(jvmti, false);
+                crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
+                true
+            }
+            None => fired,
+        }
+    }
+
+    /// What a trigger fired that the control thread serves: a dump, or (`Action::Trace`) a
+    /// burst that could not begin.
+    pub fn take_fired(&self) -> Option<Action> {
+        let fired = self.bursts.lock().fired.take();
+        if fired.is_some() {
+            crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
+        }
+        fired
     }
 
     /// Closes the open burst.
@@ -265,6 +426,12 @@ impl Profiler {
         Ok(what)
     }
 
+    /// Hands every thread's records over to the writer now.
+    pub fn hand_over(&self) {
+        let _state = self.bursts.lock();
+        self.hub.collect();
+    }
+
     /// Writes everything recorded so far to disk, and answers when it is there.
     pub fn flush(&self) -> Result<String, String> {
         let _state = self.bursts.lock();
@@ -283,7 +450,11 @@ impl Profiler {
         let s = &self.stats;
         let mut line = format!(
             "state={} bursts={} events={} bytes={} dropped={} threads={} file={} pid={} main={}",
-            if state.is_open() { "tracing" } else { "paused" },
+            match (state.is_open(), state.is_armed()) {
+                (true, _) => "tracing",
+                (false, true) => "armed",
+                _ => "paused",
+            },
             state.count,
             s.events.load(Ordering::Relaxed),
             s.bytes.load(Ordering::Relaxed),

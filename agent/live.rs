@@ -11,27 +11,32 @@
 //! ```
 //!
 //! Commands (what the visualizer's Live Configuration sends before each burst, then the burst):
-//! `go N` and `flashlight_go 1 DEPTH` begin a burst (an empty one if it cannot begin), `stop`
-//! ends it, `maxevents N` and `bursttimeout SECONDS` end the next bursts early, `forcegc 1`
-//! collects before a burst's end, `watchmonitors 1` records contended monitors
-//! (MONITOR_CONTENTION) in the next bursts; `dp` dumps the live objects, `dr` their references
-//! and the roots, `markgeneration` marks a generation, `reportthreadsclasses` is answered with
-//! an empty report. `traceargvalues C M`, `tracefieldvalues C M` and `tracereturnvalue C M`
-//! record the arguments, fields and return values of those methods in the next bursts
-//! (capture=events; arguments and fields with `values=on`). Triggers and "Limit to" are not
-//! served: jlive says so once in its log and the bursts go on without them.
+//! `go N` begins a burst (an empty one if it cannot begin), `flashlight_go 1 DEPTH` one that
+//! writes no frame deeper than DEPTH, `stop` ends it; `maxevents N` and `bursttimeout SECONDS`
+//! end the next bursts early, `forcegc 1` collects before a burst's end, `watchmonitors 1`
+//! records contended monitors (MONITOR_CONTENTION) in the next bursts; `dp` dumps the live
+//! objects, `dr` their references and the roots, `markgeneration` marks a generation,
+//! `reportthreadsclasses` is answered with an empty report. `traceargvalues C M`,
+//! `tracefieldvalues C M` and `tracereturnvalue C M` record the arguments, fields and return
+//! values of those methods in the next bursts (capture=events; arguments and fields with
+//! `values=on`); `tracemethod C M` ("Limit to") writes only those methods' invocations.
+//! `triggermethod C M LOCK DELAY ACTION` arms the next burst instead: it begins at the
+//! DELAY+1th entry of C.M (ACTION 0; only that thread's events with LOCK 1, and up to that
+//! entry's exit after `endburstontrigger`), or that entry dumps the population (1) or the
+//! references (2).
 //!
 //! One client at a time (a second is closed at once); loopback only unless `token=`, and then
 //! the client sends `auth TOKEN` first. While connected, the visualizer alone begins bursts and
 //! the trace streams to it (with a copy in the next file when `file=` was given); when it goes,
 //! its burst ends and the trace goes on in the next file.
 
+use crate::capture::trigger::{Action, Trigger, MAX_TRIGGERS};
 use crate::capture::values;
 use crate::ffi::jvmti::Jvmti;
 use crate::heap::{self, Dump};
 use crate::log;
 use crate::profiler::Profiler;
-use jlive_writer::record::{DumpEnd, HeapDump, Message};
+use jlive_writer::record::{BurstScope, DumpEnd, HeapDump, Message};
 use std::collections::HashSet;
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -68,6 +73,8 @@ struct Client {
     streaming: bool,
     settings: Settings,
     burst: Option<Burst>,
+    /// A burst waits for its trigger: the writer's trigger exits when it was armed.
+    armed: Option<u64>,
     /// Commands already said to be not served (said once each).
     said: HashSet<String>,
 }
@@ -83,6 +90,11 @@ struct Settings {
     args: values::Patterns,
     returns: values::Patterns,
     fields: values::Patterns,
+    /// "Limit to": only these methods' invocations.
+    limit: values::Patterns,
+    triggers: Vec<Trigger>,
+    /// "at trigger exit": a triggered burst ends with the exit of the entry that began it.
+    end_on_trigger: bool,
 }
 
 /// The visualizer's open burst.
@@ -91,6 +103,19 @@ struct Burst {
     /// Events written when it began, and the most it may add.
     events_at: u64,
     max_events: Option<u64>,
+    /// A triggered burst ending at the trigger's exit: the writer's trigger exits before it.
+    exits_at: Option<u64>,
+}
+
+impl Burst {
+    fn new(p: &Profiler, s: &Settings, exits_at: Option<u64>) -> Burst {
+        Burst {
+            deadline: s.timeout.map(|t| Instant::now() + t),
+            events_at: p.stats.events.load(Ordering::Relaxed),
+            max_events: s.max_events,
+            exits_at,
+        }
+    }
 }
 
 /// Binds `live=` at load, so that a port in use stops the JVM before `main`.
@@ -153,6 +178,9 @@ impl Server {
         let Some(c) = self.client.as_mut() else {
             return;
         };
+        if c.armed.is_some() {
+            c.armed_tick(p);
+        }
         let Some(b) = &c.burst else {
             return;
         };
@@ -164,7 +192,15 @@ impl Server {
         let over = b
             .max_events
             .is_some_and(|m| written.saturating_sub(b.events_at) >= m);
-        if over || b.deadline.is_some_and(|d| Instant::now() >= d) {
+        let exited = b
+            .exits_at
+            .is_some_and(|e| p.stats.trigger_exits.load(Ordering::Relaxed) > e);
+        if b.exits_at.is_some() && !exited {
+            // The trigger's exit reaches the writer with its thread's batch: hand the
+            // threads' records over at each tick rather than when a buffer fills.
+            p.hand_over();
+        }
+        if over || exited || b.deadline.is_some_and(|d| Instant::now() >= d) {
             c.end_burst(p, jvmti);
         }
     }
@@ -191,6 +227,7 @@ impl Server {
                 streaming: false,
                 settings: Settings::default(),
                 burst: None,
+                armed: None,
                 said: HashSet::new(),
             };
             log::info(&format!("live: visualizer connected from {}", peer));
@@ -207,6 +244,10 @@ impl Server {
             return;
         };
         log::info(&format!("live: visualizer {} gone", c.peer));
+        if c.armed.take().is_some() && !p.disarm_burst(jvmti) && p.bursts.lock().is_open() {
+            // Its trigger has just fired.
+            c.burst = Some(Burst::new(p, &c.settings, None));
+        }
         if c.burst.is_some() {
             c.end_burst(p, jvmti);
         }
@@ -308,7 +349,13 @@ impl Client {
         }
         match word {
             "" | "auth" => {}
-            "go" | "flashlight_go" => self.begin_burst(p, jvmti),
+            "go" => self.begin_burst(p, jvmti, None),
+            // `flashlight_go 1 DEPTH`.
+            "flashlight_go" => {
+                let depth = rest.split_whitespace().nth(1).and_then(|d| d.parse().ok());
+                self.begin_burst(p, jvmti, depth)
+            }
+            "stop" if self.armed.is_some() => self.disarm(p, jvmti),
             "stop" if self.burst.is_some() => self.end_burst(p, jvmti),
             // Nothing of the visualizer's is open: it stops reading by itself.
             "stop" => {}
@@ -324,14 +371,22 @@ impl Client {
             "resetargvalues" => self.settings.args.clear(),
             "resetreturnvalue" => self.settings.returns.clear(),
             "resetfieldvalues" => self.settings.fields.clear(),
-            "endburstontrigger"
-            | "resetendburstontrigger"
-            | "resettrigger"
-            | "resetfilters"
-            | "prettyprintstrings"
-            | "prettyprintcolors"
-            | "prettyprintarraysmax"
-            | "filteroff" => {}
+            "endburstontrigger" => self.settings.end_on_trigger = true,
+            "resetendburstontrigger" => self.settings.end_on_trigger = false,
+            "resettrigger" => self.settings.triggers.clear(),
+            "resetfilters" => self.settings.limit.clear(),
+            "tracemethod" => self.settings.limit.extend(pattern(rest)),
+            "triggermethod" => match trigger(rest) {
+                Some(t) if self.settings.triggers.len() < MAX_TRIGGERS => {
+                    self.settings.triggers.push(t)
+                }
+                Some(_) => self.say_once(word, "more than 16 triggers: the first 16 are kept"),
+                None => self.say_once(
+                    "triggermethod?",
+                    &format!("a trigger jlive cannot read ignored: {:?}", rest),
+                ),
+            },
+            "prettyprintstrings" | "prettyprintcolors" | "prettyprintarraysmax" | "filteroff" => {}
             "traceargvalues" | "tracereturnvalue" | "tracefieldvalues" if p.uses_bci() => self
                 .say_once(
                     "values",
@@ -351,11 +406,6 @@ impl Client {
                     _ => self.settings.fields.push(filter),
                 }
             }
-            "tracemethod" => self.say_once(
-                word,
-                "\"Limit to\" is not applied live: start the JVM with include=/exclude=",
-            ),
-            "triggermethod" => self.say_once(word, "triggers are not served: begin bursts by hand"),
             _ => {
                 let shown: String = word.chars().take(40).collect();
                 self.say_once(word, &format!("unknown command {:?} ignored", shown));
@@ -370,40 +420,76 @@ impl Client {
         }
     }
 
-    fn begin_burst(&mut self, p: &Profiler, jvmti: Jvmti) {
-        if self.burst.is_some() {
-            return;
-        }
-        let burst = Burst {
-            deadline: self.settings.timeout.map(|t| Instant::now() + t),
-            events_at: p.stats.events.load(Ordering::Relaxed),
-            max_events: self.settings.max_events,
-        };
-        if p.bursts.lock().is_open() {
-            // Begun before the visualizer came (a race lost by a moment): it is the visualizer's.
-            self.burst = Some(burst);
+    /// `go` (`depth` None) or `flashlight_go` with its depth: a burst, or one armed with the
+    /// triggers set.
+    fn begin_burst(&mut self, p: &Profiler, jvmti: Jvmti, depth: Option<u32>) {
+        if self.burst.is_some() || self.armed.is_some() {
             return;
         }
         let s = &self.settings;
+        if p.bursts.lock().is_open() {
+            // Begun before the visualizer came (a race lost by a moment): it is the visualizer's.
+            self.burst = Some(Burst::new(p, s, None));
+            return;
+        }
         values::set(s.args.clone(), s.returns.clone(), s.fields.clone());
         let flags = crate::burst::BurstFlags {
-            contention: p.options.monitors || self.settings.watch_monitors,
+            contention: p.options.monitors || s.watch_monitors,
             ..p.default_flags()
         };
-        match p.open_burst(jvmti, None, Some(flags), true) {
-            Ok(_) => self.burst = Some(burst),
-            Err(e) => {
-                values::set(Vec::new(), Vec::new(), Vec::new());
-                // The visualizer waits for an END_BURST: an empty burst that says why.
-                log::info(&format!("live: no burst: {}", e));
-                let ticks = crate::clock::ticks();
-                p.hub.control(Message::BurstBegin { ticks });
-                p.hub.control(Message::UserEvent {
-                    ticks,
-                    text: format!("jlive: no burst: {}", e),
-                });
-                p.hub.control(Message::BurstEnd { ticks });
+        let scope = BurstScope {
+            limit: s.limit.clone(),
+            depth,
+            trigger: None,
+        };
+        if !s.triggers.is_empty() {
+            let exits = p.stats.trigger_exits.load(Ordering::Relaxed);
+            let (triggers, end) = (s.triggers.clone(), s.end_on_trigger);
+            match p.arm_burst(jvmti, flags, triggers, scope, end) {
+                Ok(_) => self.armed = Some(exits),
+                Err(e) => no_burst(p, &e),
             }
+            return;
+        }
+        match p.open_scoped(jvmti, None, Some(flags), true, scope) {
+            Ok(_) => self.burst = Some(Burst::new(p, s, None)),
+            Err(e) => no_burst(p, &e),
+        }
+    }
+
+    /// While armed: the burst its trigger began is the visualizer's, a dump it fired is made.
+    fn armed_tick(&mut self, p: &Profiler) {
+        let Some(exits) = self.armed else {
+            return;
+        };
+        let (open, armed) = {
+            let state = p.bursts.lock();
+            (state.is_open(), state.is_armed())
+        };
+        if open {
+            self.armed = None;
+            let end = self.settings.end_on_trigger.then_some(exits);
+            self.burst = Some(Burst::new(p, &self.settings, end));
+            return;
+        }
+        match p.take_fired() {
+            Some(Action::Population) => self.dump(p, Dump::Population),
+            Some(Action::References) => self.dump(p, Dump::References),
+            Some(Action::Trace) => no_burst(p, "the trigger fired and no burst could begin"),
+            None if armed => return,
+            None => no_burst(p, "the trigger was disarmed"),
+        }
+        self.armed = None;
+    }
+
+    /// `stop` while armed: the visualizer waits for an END_BURST.
+    fn disarm(&mut self, p: &Profiler, jvmti: Jvmti) {
+        self.armed = None;
+        if p.disarm_burst(jvmti) {
+            no_burst(p, "stopped before its trigger fired");
+        } else if p.bursts.lock().is_open() {
+            // The trigger has just fired: its burst ends.
+            self.end_burst(p, jvmti);
         }
     }
 
@@ -426,6 +512,41 @@ impl Client {
             }
         }
     }
+}
+
+/// The visualizer waits for an END_BURST: an empty burst that says why there is none.
+fn no_burst(p: &Profiler, why: &str) {
+    values::set(Vec::new(), Vec::new(), Vec::new());
+    log::info(&format!("live: no burst: {}", why));
+    let ticks = crate::clock::ticks();
+    p.hub.control(Message::BurstBegin { ticks, scope: None });
+    p.hub.control(Message::UserEvent {
+        ticks,
+        text: format!("jlive: no burst: {}", why),
+    });
+    p.hub.control(Message::BurstEnd { ticks });
+}
+
+/// `triggermethod CLASS METHOD LOCK DELAY ACTION` (the class as the visualizer names it; a
+/// typed one may hold spaces, so the fields are read from the end).
+fn trigger(text: &str) -> Option<Trigger> {
+    let mut fields = text.rsplitn(4, ' ');
+    let action = match fields.next()?.trim() {
+        "0" => Action::Trace,
+        "1" => Action::Population,
+        "2" => Action::References,
+        _ => return None,
+    };
+    let delay = fields.next()?.trim().parse().ok()?;
+    let lock = fields.next()?.trim() == "1";
+    let (class, method) = pattern(fields.next()?)?;
+    Some(Trigger {
+        class,
+        method,
+        lock,
+        delay,
+        action,
+    })
 }
 
 /// A dump of nothing: the generation mark, or an empty report.
@@ -471,5 +592,27 @@ mod tests {
         );
         assert_eq!(pattern("* *"), Some(("*".into(), "*".into())));
         assert_eq!(pattern("Phases"), None);
+    }
+
+    #[test]
+    fn triggers_read_from_the_end_of_the_line() {
+        assert_eq!(
+            trigger("com/acme/Server handle 1 5 2"),
+            Some(Trigger {
+                class: "com/acme/Server".into(),
+                method: "handle".into(),
+                lock: true,
+                delay: 5,
+                action: Action::References,
+            })
+        );
+        let typed = trigger("my pkg.Cls run 0 0 0").unwrap();
+        assert_eq!(
+            (typed.class.as_str(), typed.method.as_str()),
+            ("my pkg/Cls", "run")
+        );
+        assert_eq!(trigger("A b 1 x 0"), None);
+        assert_eq!(trigger("A b 1 0 3"), None);
+        assert_eq!(trigger("b 1 0 0"), None);
     }
 }

@@ -82,7 +82,37 @@ impl Registry {
             }
         }
         self.by_name.write().entry(info.name.clone()).or_insert(key);
-        self.classes.write().insert(key, Arc::new(info));
+        let info = Arc::new(info);
+        self.classes.write().insert(key, info.clone());
+        // After the class is in the table: a trigger armed meanwhile finds it in one or the
+        // other.
+        if !self.uses_bci.load(Ordering::Relaxed) {
+            let names = info.methods.iter().map(|m| m.name.as_str());
+            crate::capture::trigger::registered(&info.name, method_keys.iter().copied().zip(names));
+        }
+    }
+
+    /// Calls `f` with each method registered so far: (key, class name, method name).
+    pub fn each_method(&self, f: &mut dyn FnMut(MethodKey, &str, &str)) {
+        let classes = self.classes.read();
+        let mut named = |key: MethodKey, m: &MethodRef| {
+            if let Some(c) = classes.get(&m.class) {
+                if let Some(d) = c.methods.get(usize::from(m.index)) {
+                    f(key, &c.name, &d.name);
+                }
+            }
+        };
+        if self.uses_bci.load(Ordering::Relaxed) {
+            for (key, m) in self.bci.read().iter().enumerate() {
+                if let Some(m) = m {
+                    named(key as MethodKey, m);
+                }
+            }
+        } else {
+            for (&key, m) in self.methods.read().iter() {
+                named(key, m);
+            }
+        }
     }
 
     /// Describe methods with their line numbers from now on.
@@ -183,6 +213,14 @@ impl Registry {
                 index_of(i as usize).map(|index| MethodRef { class, index });
         }
         drop(table);
+        if let Some(info) = &info {
+            let names = (0..keys.methods).filter_map(|i| {
+                let index = index_of(i as usize)?;
+                let method = info.methods.get(usize::from(index))?;
+                Some((MethodKey::from(keys.base + i), method.name.as_str()))
+            });
+            crate::capture::trigger::registered(&info.name, names);
+        }
         self.linked.write().insert(class);
     }
 

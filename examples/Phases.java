@@ -10,6 +10,8 @@ import java.io.InputStreamReader;
  * `held`, answered "held N". "contend N" makes N monitors contended once each: main holds a
  * fresh Phases$Lock until a second thread is blocked entering it, answered "contended N".
  * "greet NAME" calls greet(NAME, 7, 2.5, true, null) once, answered with what it returned.
+ * "nest N" calls outer(N) once, which calls inner() N times, each calling leaf() once,
+ * answered "nested N".
  */
 public class Phases {
     static final Object MONITOR = new Object();
@@ -52,6 +54,22 @@ public class Phases {
         }
     }
 
+    static int leaf(int x) {
+        return x + 1;
+    }
+
+    static int inner(int x) {
+        return leaf(x) + 1;
+    }
+
+    static int outer(int n) {
+        int v = 0;
+        for (int i = 0; i < n; i++) {
+            v = inner(v);
+        }
+        return v;
+    }
+
     static int p1(int x) {
         return x + 1;
     }
@@ -84,6 +102,13 @@ public class Phases {
                 int n = Integer.parseInt(line.substring(8).trim());
                 contend(n);
                 System.out.println("contended " + n);
+                System.out.flush();
+                continue;
+            }
+            if (line.startsWith("nest ")) {
+                int n = Integer.parseInt(line.substring(5).trim());
+                outer(n);
+                System.out.println("nested " + n);
                 System.out.flush();
                 continue;
             }

@@ -442,3 +442,139 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
         }
     }
 }
+
+#[test]
+fn triggers_limits_and_depth_shape_the_visualizers_bursts_exactly() {
+    for jdk in jdks() {
+        for capture in ["events", "bci"] {
+            let dir = scratch("live-trigger");
+            let socket = dir.join("c.sock");
+            let port = free_port();
+            let options = format!(
+                "live={},capture={},control={},file={}",
+                port,
+                capture,
+                socket.display(),
+                dir.join("t.trc").display()
+            );
+            let setup = format!("{} {}", jdk.name, capture);
+            let mut jvm = Driven::start(&jdk, &options, "Phases");
+            let mut v = Visualizer::connect(port);
+            let nest = |jvm: &mut Driven, n: u32| {
+                writeln!(jvm.input, "nest {}", n).unwrap();
+                assert_eq!(jvm.line(), format!("nested {}", n));
+            };
+            let only = |pairs: &[(&str, u64)]| -> HashMap<String, u64> {
+                pairs.iter().map(|&(m, n)| (m.to_string(), n)).collect()
+            };
+
+            // A trigger after one invocation, locked to its thread, ending at its exit: the
+            // burst is the second call of outer and nothing else, and ends by itself.
+            v.send(&format!(
+                "{}endburstontrigger\ntriggermethod Phases outer 1 1 0\ngo 1\n",
+                SETTINGS
+            ));
+            wait_for(&socket, "state=armed");
+            nest(&mut jvm, 3);
+            nest(&mut jvm, 5);
+            let triggered = v.until(jinsight::END_BURST);
+            nest(&mut jvm, 7);
+            assert_eq!(
+                v.calls(&triggered),
+                only(&[("Phases.outer", 1), ("Phases.inner", 5), ("Phases.leaf", 5)]),
+                "{}: the triggered burst",
+                setup
+            );
+            let first = triggered.iter().find_map(|e| match e {
+                Event::MethodEnter { class, method, .. } => {
+                    Some(v.classes[class].1[usize::from(*method)].clone())
+                }
+                _ => None,
+            });
+            assert_eq!(first.as_deref(), Some("outer"), "{}: the first call", setup);
+            wait_for(&socket, "state=paused");
+
+            // Burst sampling's depth limit, counted from the trigger: outer and inner only.
+            v.send(&format!(
+                "{}endburstontrigger\ntriggermethod Phases outer 1 0 0\nflashlight_go 1 2\n",
+                SETTINGS
+            ));
+            wait_for(&socket, "state=armed");
+            nest(&mut jvm, 4);
+            let shallow = v.until(jinsight::END_BURST);
+            assert_eq!(
+                v.calls(&shallow),
+                only(&[("Phases.outer", 1), ("Phases.inner", 4)]),
+                "{}: depth 2",
+                setup
+            );
+            wait_for(&socket, "state=paused");
+
+            // The thread lock: the threads the trigger's call starts are left out, or not.
+            for (lock, runs) in [(1, None), (0, Some(&2))] {
+                v.send(&format!(
+                    "{}endburstontrigger\ntriggermethod Phases contend {} 0 0\ngo 1\n",
+                    SETTINGS, lock
+                ));
+                wait_for(&socket, "state=armed");
+                writeln!(jvm.input, "contend 2").unwrap();
+                assert_eq!(jvm.line(), "contended 2");
+                let events = v.until(jinsight::END_BURST);
+                let calls = v.calls(&events);
+                assert_eq!(calls.get("Phases.contend"), Some(&1), "{}", setup);
+                assert_eq!(calls.get("Phases$1.run"), runs, "{}: lock {}", setup, lock);
+                wait_for(&socket, "state=paused");
+            }
+
+            // "Limit to": only inner's own invocations, none of its callee or callers.
+            let limited = v.burst_with("tracemethod Phases inner\n", &socket, || nest(&mut jvm, 6));
+            assert_eq!(
+                v.calls(&limited),
+                only(&[("Phases.inner", 6)]),
+                "{}: Limit to",
+                setup
+            );
+            // It held for that burst only.
+            let plain = v.burst(&socket, || nest(&mut jvm, 2));
+            assert_eq!(v.calls(&plain).get("Phases.leaf"), Some(&2), "{}", setup);
+
+            // A trigger that dumps the population: the held nodes, ended as a dump.
+            writeln!(jvm.input, "hold 200").unwrap();
+            assert_eq!(jvm.line(), "held 200");
+            v.send(&format!(
+                "{}triggermethod Phases outer 1 0 1\ngo 1\n",
+                SETTINGS
+            ));
+            wait_for(&socket, "state=armed");
+            nest(&mut jvm, 1);
+            let dump = v.until(jinsight::GENERATION);
+            let nodes = dump
+                .iter()
+                .filter(|e| match e {
+                    Event::ObjectDefined { object, .. } => v.class_of(*object) == "Phases$Node",
+                    _ => false,
+                })
+                .count();
+            assert_eq!(nodes, 200, "{}: the trigger's population dump", setup);
+            wait_for(&socket, "state=paused");
+
+            // Stopped before it fired: an empty burst, and nothing armed after.
+            v.send(&format!(
+                "{}triggermethod Phases outer 1 0 0\ngo 1\n",
+                SETTINGS
+            ));
+            wait_for(&socket, "state=armed");
+            v.send("stop\n");
+            let stopped = v.until(jinsight::END_BURST);
+            assert!(v.calls(&stopped).is_empty(), "{}: {:?}", setup, stopped);
+            wait_for(&socket, "state=paused");
+            nest(&mut jvm, 1);
+            let after = v.burst(&socket, || jvm.phase(1));
+            assert_eq!(v.calls(&after).get("Phases.outer"), None, "{}", setup);
+            assert_eq!(v.calls(&after).get("Phases.p1"), Some(&1000), "{}", setup);
+            drop(v);
+            wait_for(&socket, "state=paused");
+            jvm.quit();
+        }
+    }
+}

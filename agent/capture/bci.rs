@@ -59,6 +59,9 @@ const GATE_SYNC: i32 = 8;
 /// A user trace library gets the burst (`plugin.rs`): every method record takes the slow
 /// path, where the library is called.
 const GATE_PLUGIN: i32 = 16;
+/// A burst waits for a trigger (`trigger.rs`): entries take the slow path, where they are
+/// looked up, and are not recorded.
+const GATE_TRIGGER: i32 = 32;
 
 /// What the instrumentation did, for the log and `status`.
 #[derive(Default)]
@@ -253,7 +256,11 @@ pub fn set_gate(methods: Methods, alloc: bool, sync: bool, plugin: bool) {
     let alloc = if alloc { GATE_ALLOCATIONS } else { 0 };
     let sync = if sync { GATE_SYNC } else { 0 };
     let plugin = if plugin { GATE_PLUGIN } else { 0 };
-    let gate = methods | alloc | sync | plugin;
+    publish_gate(methods | alloc | sync | plugin);
+}
+
+/// Sets GATE and the Java side's gate from it.
+fn publish_gate(gate: i32) {
     GATE.store(gate, Ordering::SeqCst);
     if let (Some(p), Some(_)) = (profiler::get(), BOUND.get()) {
         if p.closed.load(Ordering::SeqCst) {
@@ -269,6 +276,22 @@ pub fn set_gate(methods: Methods, alloc: bool, sync: bool, plugin: bool) {
         }
         drop_hoisted_gates(p);
     }
+}
+
+/// Opens the entries' gate for an armed trigger (`on`), or closes it: entries reach the
+/// natives and are looked up there, nothing is recorded.
+pub fn set_trigger_gate(on: bool) {
+    publish_gate(if on { GATE_ENTRIES | GATE_TRIGGER } else { 0 });
+}
+
+/// An entry while a trigger is armed: true when it began the burst (and is recorded).
+#[cold]
+fn fires(key: jint) -> bool {
+    profiler::get().is_some_and(|p| {
+        super::trigger::entered(p, key as u64, || {
+            p.hub.current_or(|| current_thread(p)).map(|b| b.key)
+        })
+    })
 }
 
 /// Makes every thread read `JliveTrampoline.gate` afresh. The field is a plain static, so a
@@ -337,6 +360,9 @@ fn not_recording() {
 /// trampoline wraps it in its own `guard`, so that the guarded body stays inlined in each.
 #[inline(always)]
 fn enter_with(key: jint, object: u32) {
+    if super::trigger::armed() && !fires(key) {
+        return;
+    }
     if let Some(p) = recording(GATE_ENTRIES) {
         entered(p, clock::ticks(), key as u64, object, || current_thread(p));
     }
@@ -357,8 +383,8 @@ fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
     let Some(b) = Hub::current() else {
         return false;
     };
-    // Closed for `what`, or open to a plug-in: the full path.
-    if GATE.load(Ordering::Relaxed) & (what | GATE_PLUGIN) != what {
+    // Closed for `what`, or open to a plug-in or a trigger: the full path.
+    if GATE.load(Ordering::Relaxed) & (what | GATE_PLUGIN | GATE_TRIGGER) != what {
         return false;
     }
     let Some(p) = profiler::get() else {
@@ -385,6 +411,9 @@ fn enter_slow(key: jint) {
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
     guard(|| {
+        if super::trigger::armed() && !fires(key) {
+            return;
+        }
         if let Some(p) = recording(GATE_ENTRIES) {
             let ticks = clock::ticks();
             let object = crate::callbacks::object_id(p, p.jvmti, env, receiver, ticks);

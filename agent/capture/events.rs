@@ -17,10 +17,22 @@ pub extern "C" fn method_entry(
     thread: jthread,
     method: jmethodID,
 ) {
-    let ticks = clock::ticks();
+    let mut ticks = clock::ticks();
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
+        if super::trigger::armed() {
+            let fired = super::trigger::entered(p, method as MethodKey, || {
+                p.hub
+                    .current_or(|| attach_java_thread(p, jvmti, thread))
+                    .map(|b| b.key)
+            });
+            if !fired {
+                return;
+            }
+            // The burst began after the entry was seen: the entry lies inside it.
+            ticks = clock::ticks();
+        }
         let object = if p.options.objects {
             receiver(p, jvmti, jni, thread, ticks)
         } else {

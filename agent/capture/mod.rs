@@ -6,6 +6,7 @@
 pub mod bci;
 pub mod events;
 pub mod sync;
+pub mod trigger;
 pub mod values;
 
 use crate::profiler::Profiler;

@@ -119,7 +119,11 @@ fn main() {
     );
     let batch = 2048;
     let start = Instant::now();
-    tx.send(Message::BurstBegin { ticks: 0 }).unwrap();
+    tx.send(Message::BurstBegin {
+        ticks: 0,
+        scope: None,
+    })
+    .unwrap();
     let mut ticks = 1u64;
     let mut sent = 0u64;
     while sent < total {

@@ -370,8 +370,10 @@ pub trait Symbols: Send + Sync {
 #[derive(Debug)]
 pub enum Message {
     Batch(Batch),
+    /// A burst begins; `scope` narrows what it writes (the live visualizer's settings).
     BurstBegin {
         ticks: u64,
+        scope: Option<Box<BurstScope>>,
     },
     BurstEnd {
         ticks: u64,
@@ -408,6 +410,47 @@ pub enum Message {
         ticks_per_microsecond: Option<u32>,
         done: crossbeam_channel::Sender<crate::writer::Summary>,
     },
+}
+
+/// What a burst writes of what is recorded during it (IBM's visualizer: "Limit to", the depth
+/// limit of burst sampling, a trigger's thread lock and "at trigger exit"). The agent records
+/// as for any burst; the resolver leaves out the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BurstScope {
+    /// Only the invocations of methods matching one of these (class, method) patterns, names
+    /// in internal form, `*` alone or at a pattern's end a wildcard ("Limit to").
+    pub limit: Vec<(String, String)>,
+    /// No frame deeper than this, counted per thread from the burst's beginning.
+    pub depth: Option<u32>,
+    /// The burst a trigger began, on this thread, with an entry of this method.
+    pub trigger: Option<TriggerScope>,
+}
+
+/// The trigger of a burst: its first record on `thread` is the entry of `method`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TriggerScope {
+    pub thread: ThreadKey,
+    pub method: MethodKey,
+    /// Only that thread is written.
+    pub lock: bool,
+    /// Nothing is written after that entry's exit (the agent ends the burst when it sees
+    /// [`crate::resolve::Counts::trigger_exits`] grow).
+    pub end_on_exit: bool,
+}
+
+impl BurstScope {
+    /// Whether it narrows anything.
+    pub fn is_empty(&self) -> bool {
+        self.limit.is_empty() && self.depth.is_none() && self.trigger.is_none()
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` alone: anything; a trailing `*`: a prefix).
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
 }
 
 /// A heap walk's findings, in the agent's identities.

@@ -55,6 +55,12 @@ pub struct Counts {
     /// Method entries and exits the agent dropped (overflow=drop).
     pub lost_entries: u64,
     pub lost_exits: u64,
+    /// Records a burst's scope left out ([`BurstScope`]: another thread than the trigger's,
+    /// or after the trigger's exit).
+    pub scoped_out: u64,
+    /// Exits of a trigger's frame that end its burst (`end_on_exit`): the agent ends the
+    /// burst when this grows.
+    pub trigger_exits: u32,
 }
 
 /// How the user event that marks dropped records begins (`jlive stats` counts them).
@@ -242,6 +248,18 @@ pub struct Resolver<S: Sink> {
     thread_hashes: HashMap<u32, ThreadId>,
     max_classes: u32,
     in_burst: bool,
+    /// What the open burst writes, when it narrows anything.
+    scope: Option<Box<BurstScope>>,
+    /// The method caches hold "Limit to" decisions (cleared when the limit changes).
+    cache_limited: bool,
+    /// The thread whose batch is being written (a virtual thread's carrier).
+    carrier: ThreadKey,
+    /// The thread of the trigger's entry, once written (a virtual thread mounted on the
+    /// trigger's carrier, or the carrier): its frames below `trigger_base` are older.
+    trigger_entered: Option<ThreadKey>,
+    trigger_base: usize,
+    /// After the trigger's exit (`end_on_exit`): records later than these ticks are left out.
+    cut: Option<u64>,
     last_ticks: u64,
     counts: Counts,
     warnings: Vec<String>,
@@ -265,6 +283,12 @@ impl<S: Sink> Resolver<S> {
             burst_began: 0,
             thread_hashes: HashMap::new(),
             in_burst: false,
+            scope: None,
+            cache_limited: false,
+            carrier: 0,
+            trigger_entered: None,
+            trigger_base: 0,
+            cut: None,
             last_ticks: 0,
             counts: Counts::default(),
             warnings: Vec::new(),
@@ -303,9 +327,21 @@ impl<S: Sink> Resolver<S> {
 
     /// Opens a burst. Frames already open on any thread will not be left inside it.
     pub fn begin_burst(&mut self, ticks: u64) -> io::Result<()> {
+        self.begin_scoped(ticks, BurstScope::default())
+    }
+
+    /// Opens a burst that writes only what `scope` keeps.
+    pub fn begin_scoped(&mut self, ticks: u64, scope: BurstScope) -> io::Result<()> {
         if self.in_burst {
             return Ok(());
         }
+        let limited = !scope.limit.is_empty();
+        if limited || self.cache_limited {
+            self.forget_methods();
+            self.cache_limited = limited;
+        }
+        self.scope = (!scope.is_empty()).then(|| Box::new(scope));
+        (self.trigger_entered, self.trigger_base, self.cut) = (None, 0, None);
         let ticks = self.file_ticks(ticks);
         self.in_burst = true;
         self.burst_began = ticks;
@@ -334,6 +370,12 @@ impl<S: Sink> Resolver<S> {
         self.tick(ticks);
         self.write_held_waits()?;
         self.in_burst = false;
+        self.scope = None;
+        self.cut = None;
+        if self.cache_limited {
+            self.forget_methods();
+            self.cache_limited = false;
+        }
         self.emit(Event::BurstEnd {
             ticks: self.last_ticks,
             burst: self.counts.bursts,
@@ -365,6 +407,17 @@ impl<S: Sink> Resolver<S> {
 
     pub fn in_burst(&self) -> bool {
         self.in_burst
+    }
+
+    /// The open burst's scope (what a roll carries into the next file).
+    pub fn scope(&self) -> BurstScope {
+        self.scope.as_deref().cloned().unwrap_or_default()
+    }
+
+    /// Forgets which methods are traced: the decisions are made again, under a new limit.
+    fn forget_methods(&mut self) {
+        self.dense.clear();
+        self.methods.clear();
     }
 
     /// A user event; dropped (false) when no burst is open, as every event lies in a burst.
@@ -514,8 +567,16 @@ impl<S: Sink> Resolver<S> {
         let carrier = batch.thread;
         let start = self.threads.get(&carrier).and_then(|s| s.mounted);
         let key = start.unwrap_or(carrier);
+        // A trigger locked to its thread: the others' batches are left out.
+        if let Some(t) = self.scope.as_ref().and_then(|s| s.trigger) {
+            if t.lock && key != t.thread && carrier != t.thread {
+                self.follow_records(batch, true);
+                return Ok(());
+            }
+        }
         let state = self.threads.remove(&key).unwrap_or_default();
         self.current = (key, state);
+        self.carrier = carrier;
         let result = self.batch_slots(carrier, &batch.slots, batch.overhead);
         let (key, state) = std::mem::take(&mut self.current);
         self.put_back(key, state);
@@ -526,6 +587,11 @@ impl<S: Sink> Resolver<S> {
     /// which virtual thread each carrier runs is followed, and what is kept of a thread that
     /// ends is let go.
     pub fn follow(&mut self, batch: &Batch) {
+        self.follow_records(batch, false);
+    }
+
+    /// [`Resolver::follow`]; `scoped`: inside a burst whose scope leaves the batch out.
+    fn follow_records(&mut self, batch: &Batch, scoped: bool) {
         let carrier = batch.thread;
         for r in batch.records() {
             self.counts.records += 1;
@@ -540,21 +606,28 @@ impl<S: Sink> Resolver<S> {
                         self.symbols.thread_ended(thread);
                     }
                 }
-                RecordKind::Sync => {
-                    // Its details are let go too.
-                    self.symbols.sync(r.key);
-                    self.counts.outside_burst += 1;
+                kind => {
+                    // Details kept for the record are let go too.
+                    self.let_go(kind, r.key);
+                    match scoped {
+                        true => self.counts.scoped_out += 1,
+                        false => self.counts.outside_burst += 1,
+                    }
                 }
-                RecordKind::Values => {
-                    self.symbols.values(r.key);
-                    self.counts.outside_burst += 1;
-                }
-                _ => self.counts.outside_burst += 1,
             }
         }
         // A carrier's own state holds nothing else outside a burst.
         if let Some(state) = self.threads.remove(&carrier) {
             self.put_back(carrier, state);
+        }
+    }
+
+    /// Lets go of what the registry keeps for a record that is not written.
+    fn let_go(&self, kind: RecordKind, key: u64) {
+        match kind {
+            RecordKind::Sync => drop(self.symbols.sync(key)),
+            RecordKind::Values => drop(self.symbols.values(key)),
+            _ => {}
         }
     }
 
@@ -580,8 +653,14 @@ impl<S: Sink> Resolver<S> {
     /// The records of a batch, common runs in one loop, the rest one by one.
     fn batch_slots(&mut self, carrier: ThreadKey, slots: &[Slot], overhead: u32) -> io::Result<()> {
         let mut i = 0;
+        // A scoped burst looks at every record.
+        let common = self.scope.is_none();
         while i < slots.len() {
-            let n = self.common_run(&slots[i..], overhead)?;
+            let n = if common {
+                self.common_run(&slots[i..], overhead)?
+            } else {
+                0
+            };
             if n > 0 && self.current.1.held_wait.is_some() {
                 // Method records after a Wait: the thread went on without waiting.
                 self.current.1.held_wait = None;
@@ -599,12 +678,14 @@ impl<S: Sink> Resolver<S> {
                 RecordKind::Unmount => self.switch_to(carrier, carrier),
                 _ if thread == UNKNOWN_THREAD => {
                     // Details kept for the record are let go.
-                    match record.kind {
-                        RecordKind::Sync => drop(self.symbols.sync(record.key)),
-                        RecordKind::Values => drop(self.symbols.values(record.key)),
-                        _ => {}
-                    }
+                    self.let_go(record.kind, record.key);
                     self.counts.unknown_thread += 1
+                }
+                _ if self
+                    .cut
+                    .is_some_and(|cut| self.file_ticks(record.ticks) > cut) =>
+                {
+                    self.after_cut(thread, &record)
                 }
                 RecordKind::MethodEntry if record.arg == PENDING_OBJECT => {
                     self.went_on(thread);
@@ -618,6 +699,19 @@ impl<S: Sink> Resolver<S> {
             }
         }
         Ok(())
+    }
+
+    /// A record after the trigger's exit: not written; a thread's end is still followed.
+    fn after_cut(&mut self, thread: ThreadKey, r: &Record) {
+        self.counts.scoped_out += 1;
+        self.let_go(r.kind, r.key);
+        if r.kind == RecordKind::ThreadEnd {
+            let state = self.state(thread);
+            state.frames = Vec::new();
+            state.depth = 0;
+            state.ended = true;
+            self.symbols.thread_ended(thread);
+        }
     }
 
     /// Writes the leading records of `slots` that are the common case, and returns how many
@@ -760,6 +854,7 @@ impl<S: Sink> Resolver<S> {
                 state.ended = true;
                 let id = state.id;
                 self.symbols.thread_ended(thread);
+                self.trigger_left(thread, 0, r.ticks);
                 match id {
                     Some(id) => self.emit(Event::ThreadEnd {
                         ticks: r.ticks,
@@ -983,10 +1078,22 @@ impl<S: Sink> Resolver<S> {
     }
 
     fn method_entry(&mut self, thread: ThreadKey, r: &Record) -> io::Result<()> {
-        let target = self.method(r.key, r.ticks)?;
+        let mut target = self.method(r.key, r.ticks)?;
         let state = state_of(&mut self.current, &mut self.threads, thread);
         // With methods=entry no frames are kept and none is ever left.
         let keep = !self.config.entries_only;
+        if let Some(scope) = &self.scope {
+            if scope.depth.is_some_and(|d| keep && state.depth >= d) {
+                target = None;
+            }
+            if let Some(t) = scope.trigger {
+                let on = thread == t.thread || self.carrier == t.thread;
+                if self.trigger_entered.is_none() && on && r.key == t.method {
+                    self.trigger_entered = Some(thread);
+                    self.trigger_base = state.frames.len();
+                }
+            }
+        }
         let (depth, ticket) = state.enter(r.key, target, r.extra, keep);
         let Some(method) = target else {
             return Ok(());
@@ -1043,6 +1150,7 @@ impl<S: Sink> Resolver<S> {
         };
         let Some(id) = state.id else {
             state.frames.truncate(at); // a thread with no traced entry has nothing to leave
+            self.trigger_left(thread, at, r.ticks);
             return Ok(());
         };
         let stck = &self.config.stck;
@@ -1051,7 +1159,25 @@ impl<S: Sink> Resolver<S> {
             stck.as_ref().map_or(spent, |s| s.span(spent))
         };
         state.leave_above(&mut self.sink, id, at, r.ticks, overhead)?;
+        let left = state.frames.len();
+        self.trigger_left(thread, left, r.ticks);
         Ok(())
+    }
+
+    /// The trigger's thread is down to `frames` frames: once below the trigger's, with
+    /// "at trigger exit", nothing later is written and the agent is told.
+    fn trigger_left(&mut self, thread: ThreadKey, frames: usize, ticks: u64) {
+        let Some(t) = self.scope.as_ref().and_then(|s| s.trigger) else {
+            return;
+        };
+        if t.end_on_exit
+            && self.trigger_entered == Some(thread)
+            && self.cut.is_none()
+            && frames <= self.trigger_base
+        {
+            self.cut = Some(ticks);
+            self.counts.trigger_exits += 1;
+        }
     }
 
     /// A method, defining its class if needed; None when the method is unknown, its class
@@ -1072,6 +1198,7 @@ impl<S: Sink> Resolver<S> {
                 self.counts.unknown_methods += 1;
                 None
             }
+            Some(m) if !self.within_limit(m) => None,
             Some(m) => {
                 let mut slot = self.class_slot(m.class, ticks)?;
                 if slot.is_some_and(|s| s.id.is_some() && usize::from(m.index) >= s.methods) {
@@ -1101,6 +1228,23 @@ impl<S: Sink> Resolver<S> {
             self.methods.insert(key, resolved);
         }
         Ok(resolved)
+    }
+
+    /// Whether the open burst's "Limit to" keeps a method's invocations (true without one).
+    fn within_limit(&self, m: MethodRef) -> bool {
+        let Some(scope) = self.scope.as_ref().filter(|s| !s.limit.is_empty()) else {
+            return true;
+        };
+        let Some(class) = self.symbols.class(m.class) else {
+            return false;
+        };
+        let Some(method) = class.methods.get(usize::from(m.index)) else {
+            return false;
+        };
+        scope
+            .limit
+            .iter()
+            .any(|(c, n)| name_matches(c, &class.name) && name_matches(n, &method.name))
     }
 
     fn class_id(&mut self, key: ClassKey, ticks: u64) -> io::Result<Option<ClassId>> {
@@ -1499,6 +1643,106 @@ mod tests {
             }
         }
         s.finish(Some(2500)).unwrap().0 .0
+    }
+
+    /// A batch of entries (`Some(key)`) and exits (`None`: of the top frame) from tick 10 on.
+    fn calls(thread: ThreadKey, from: u64, calls: &[Option<MethodKey>]) -> Batch {
+        let mut b = Batch::new(thread, 3);
+        let mut open = Vec::new();
+        for (i, c) in calls.iter().enumerate() {
+            let ticks = from + i as u64;
+            let r = match *c {
+                Some(key) => {
+                    open.push(key);
+                    Record::new(RecordKind::MethodEntry, ticks, key, NO_OBJECT, 3)
+                }
+                None => Record::new(RecordKind::MethodExit, ticks, open.pop().unwrap(), 0, 3),
+            };
+            b.push(&r);
+        }
+        b
+    }
+
+    /// The method indices (app/A: a b c d) of the entries of each burst, and their depths.
+    fn entered(scope: BurstScope, batches: &[Batch]) -> (Vec<(u16, u32)>, Vec<(u16, u32)>, u32) {
+        let mut s = Resolver::new(
+            Collect::default(),
+            Arc::new(Registry),
+            ResolverConfig::default(),
+        );
+        let mut bursts = Vec::new();
+        for scope in [scope, BurstScope::default()] {
+            s.begin_scoped(1, scope).unwrap();
+            for b in batches {
+                s.batch(b).unwrap();
+            }
+            s.end_burst(1000).unwrap();
+            let events = std::mem::take(&mut s.sink.0);
+            bursts.push(
+                events
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::MethodEnter(e) => Some((e.method.index, e.depth)),
+                        _ => None,
+                    })
+                    .collect(),
+            );
+        }
+        let exits = s.counts.trigger_exits;
+        (bursts.remove(0), bursts.remove(0), exits)
+    }
+
+    #[test]
+    fn a_burst_scope_limits_methods_and_depth_for_that_burst_only() {
+        let (a, b, c) = (Some(0), Some(1), Some(2));
+        let work = [calls(7, 10, &[a, b, c, None, None, b, None, None])];
+        let all = vec![(0, 1), (1, 2), (2, 3), (1, 2)];
+        let limit = BurstScope {
+            limit: vec![("app/A".into(), "b".into())],
+            ..BurstScope::default()
+        };
+        assert_eq!(
+            entered(limit, &work),
+            (vec![(1, 1), (1, 1)], all.clone(), 0)
+        );
+        let depth = BurstScope {
+            depth: Some(2),
+            ..BurstScope::default()
+        };
+        assert_eq!(
+            entered(depth, &work),
+            (vec![(0, 1), (1, 2), (1, 2)], all, 0)
+        );
+    }
+
+    #[test]
+    fn a_trigger_scope_keeps_its_thread_until_its_exit() {
+        let (a, b, c) = (Some(0), Some(1), Some(2));
+        let work = [
+            calls(8, 5, &[a, None]),
+            calls(7, 10, &[b, c, None, None, a, None]),
+            calls(8, 30, &[c, None]),
+        ];
+        let trigger = |lock| BurstScope {
+            trigger: Some(TriggerScope {
+                thread: 7,
+                method: 1,
+                lock,
+                end_on_exit: true,
+            }),
+            ..BurstScope::default()
+        };
+        let every = vec![(0, 1), (1, 1), (2, 2), (0, 1), (2, 1)];
+        // Locked: thread 7 only, up to b's exit at tick 13.
+        assert_eq!(
+            entered(trigger(true), &work),
+            (vec![(1, 1), (2, 2)], every.clone(), 1)
+        );
+        // Not locked: thread 8's records before the cut too, none after it.
+        assert_eq!(
+            entered(trigger(false), &work),
+            (vec![(0, 1), (1, 1), (2, 2)], every, 1)
+        );
     }
 
     /// Object IDs rise for the whole run: one near the top of the range costs one entry, not

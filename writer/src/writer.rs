@@ -46,6 +46,8 @@ pub struct WriterStats {
     pub bytes: AtomicU64,
     /// Bursts begun, all files together.
     pub bursts: AtomicU64,
+    /// Trigger exits that end a burst (`Counts::trigger_exits`), all files together.
+    pub trigger_exits: AtomicU64,
     /// Thread IDs defined in the current file.
     pub threads: AtomicU64,
     /// Files finished by `roll`.
@@ -80,6 +82,7 @@ struct Loop<'a, S: Sink> {
     done_events: u64,
     done_bytes: u64,
     done_bursts: u64,
+    done_trigger_exits: u64,
 }
 
 /// Receives from `messages` until a Close message (or until every sender is gone).
@@ -103,6 +106,7 @@ pub fn run<S: Sink>(
         done_events: 0,
         done_bytes: 0,
         done_bursts: 0,
+        done_trigger_exits: 0,
     };
     let mut last_flush = Instant::now();
     let mut last_message = Instant::now();
@@ -142,9 +146,10 @@ pub fn run<S: Sink>(
                 batch.slots.clear();
                 let _ = pool.try_send(batch.slots);
             }
-            Ok(Message::BurstBegin { ticks }) => {
+            Ok(Message::BurstBegin { ticks, scope }) => {
                 dirty = true;
-                l.apply(|s| s.begin_burst(ticks));
+                let scope = scope.map(|s| *s).unwrap_or_default();
+                l.apply(|s| s.begin_scoped(ticks, scope));
             }
             Ok(Message::BurstEnd { ticks }) => {
                 dirty = true;
@@ -295,6 +300,10 @@ impl<S: Sink> Loop<'_, S> {
             stats
                 .threads
                 .store(u64::from(s.counts().threads), Ordering::Relaxed);
+            stats.trigger_exits.store(
+                self.done_trigger_exits + u64::from(s.counts().trigger_exits),
+                Ordering::Relaxed,
+            );
             let (objects, threads) = s.held();
             stats.objects.store(objects as u64, Ordering::Relaxed);
             stats.thread_states.store(threads as u64, Ordering::Relaxed);
@@ -307,8 +316,10 @@ impl<S: Sink> Loop<'_, S> {
             return;
         };
         let was_open = old.in_burst();
+        let scope = old.scope();
         let mounts = old.mounts();
         self.done_bursts += u64::from(old.counts().bursts);
+        self.done_trigger_exits += u64::from(old.counts().trigger_exits);
         if self.error.is_none() {
             match old.finish(rate) {
                 Ok((_, events, bytes)) => {
@@ -331,7 +342,7 @@ impl<S: Sink> Loop<'_, S> {
                     *f = path.to_string();
                 }
                 if was_open {
-                    self.apply(|s| s.begin_burst(ticks));
+                    self.apply(|s| s.begin_scoped(ticks, scope));
                 }
             }
             Err(e) => {

@@ -924,7 +924,11 @@ fn an_idle_writer_sleeps() {
         run(session, rx, pool, &|_| {}, &|| {}, &stats, &mut reopen);
         thread_cpu_time() - start
     });
-    tx.send(Message::BurstBegin { ticks: 1 }).unwrap();
+    tx.send(Message::BurstBegin {
+        ticks: 1,
+        scope: None,
+    })
+    .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(600));
     let (done, summary) = crossbeam_channel::bounded(1);
     tx.send(Message::Close {
