@@ -1663,8 +1663,12 @@ mod tests {
         b
     }
 
-    /// The method indices (app/A: a b c d) of the entries of each burst, and their depths.
-    fn entered(scope: BurstScope, batches: &[Batch]) -> (Vec<(u16, u32)>, Vec<(u16, u32)>, u32) {
+    /// Entries as (method index in app/A: a b c d, depth).
+    type Entries = Vec<(u16, u32)>;
+
+    /// The entries of a burst with `scope` and of an unscoped one after it, and the trigger
+    /// exits counted.
+    fn entered(scope: BurstScope, batches: &[Batch]) -> (Entries, Entries, u32) {
         let mut s = Resolver::new(
             Collect::default(),
             Arc::new(Registry),
