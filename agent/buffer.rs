@@ -324,20 +324,32 @@ impl Hub {
     pub fn collect(&self) {
         let buffers: Vec<Arc<ThreadBuffer>> = self.buffers.lock().clone();
         for buffer in buffers {
-            let _cold = buffer.cold.lock();
-            buffer.paused.store(true, Ordering::SeqCst);
-            collector_fence();
-            while buffer.busy.load(Ordering::SeqCst) {
-                std::hint::spin_loop();
-                std::thread::yield_now();
-            }
-            let records = buffer.take(self);
-            // Sent before the owner may append again: a batch the owner filled and sent in
-            // between would otherwise overtake this one, and the writer would see the
-            // thread's records out of order (a mark, roll or flush in the middle of a burst).
-            self.send(buffer.key, records, true);
-            buffer.paused.store(false, Ordering::Release);
+            self.collect_buffer(&buffer);
         }
+    }
+
+    /// [`Hub::collect`] of one thread's buffer.
+    pub fn collect_thread(&self, key: ThreadKey) {
+        let buffer = self.buffers.lock().iter().find(|b| b.key == key).cloned();
+        if let Some(buffer) = buffer {
+            self.collect_buffer(&buffer);
+        }
+    }
+
+    fn collect_buffer(&self, buffer: &ThreadBuffer) {
+        let _cold = buffer.cold.lock();
+        buffer.paused.store(true, Ordering::SeqCst);
+        collector_fence();
+        while buffer.busy.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+            std::thread::yield_now();
+        }
+        let records = buffer.take(self);
+        // Sent before the owner may append again: a batch the owner filled and sent in
+        // between would otherwise overtake this one, and the writer would see the thread's
+        // records out of order (a mark, roll or flush in the middle of a burst).
+        self.send(buffer.key, records, true);
+        buffer.paused.store(false, Ordering::Release);
     }
 
     /// Bytes the threads' buffers hold (their capacity: each is allocated whole).

@@ -89,10 +89,13 @@ pub struct BurstState {
     armed: Option<Armed>,
     /// A trigger's dump, fired and waiting for the control thread.
     fired: Option<Action>,
+    /// The thread a trigger began the open burst on.
+    trigger_thread: Option<ThreadKey>,
 }
 
 /// What an armed burst will be.
 struct Armed {
+    generation: u64,
     flags: BurstFlags,
     triggers: Vec<Trigger>,
     /// Its limit and depth (the trigger is added when it fires).
@@ -226,19 +229,30 @@ impl Profiler {
         if !self.options.writes_file() {
             return Err("triggers begin bursts of the trace: output=plugin writes none".into());
         }
-        trigger::arm(&triggers, |each| self.registry.each_method(each));
+        let (generation, matched) = trigger::arm(&triggers, |each| self.registry.each_method(each));
         self.entries_for_triggers(jvmti, true);
         let names: Vec<String> = triggers
             .iter()
             .map(|t| format!("{}.{}", t.class, t.method))
             .collect();
+        // With methods=entry no exit is recorded: the burst ends as any other.
+        let end_on_exit = end_on_exit && flags.methods == Methods::On;
         state.armed = Some(Armed {
+            generation,
             flags,
             triggers,
             scope,
             end_on_exit,
         });
-        let text = format!("burst armed: it begins with {}", names.join(" or "));
+        let mut text = format!("burst armed: it begins with {}", names.join(" or "));
+        if matched == 0 {
+            text.push_str(if self.uses_bci() {
+                " (no instrumented method matches yet: only methods of classes capture=bci \
+                 instruments can fire)"
+            } else {
+                " (no method matches yet: classes loaded from now on are looked at)"
+            });
+        }
         log::info(&text);
         Ok(text)
     }
@@ -252,13 +266,33 @@ impl Profiler {
         }
     }
 
-    /// A trigger fired on the entry of `method` on `thread` (the thread that entered it, which
-    /// records that entry next when this returns true: the burst has begun).
-    pub fn fire(&self, which: usize, method: MethodKey, thread: Option<ThreadKey>) -> bool {
+    /// A trigger of arming `generation` fired on the entry of `method` on `thread` (the
+    /// thread that entered it, which records that entry next when this returns true: the burst
+    /// has begun).
+    pub fn fire(
+        &self,
+        generation: u64,
+        which: usize,
+        method: MethodKey,
+        thread: ThreadKey,
+    ) -> bool {
         let mut state = self.bursts.lock();
+        match &state.armed {
+            None => return false,
+            // The entry claimed a later arming than its own: that one stays armed.
+            Some(a) if a.generation != generation => {
+                trigger::rearm();
+                return false;
+            }
+            Some(_) => {}
+        }
         let Some(armed) = state.armed.take() else {
             return false;
         };
+        if self.closed.load(Ordering::SeqCst) {
+            self.entries_for_triggers(self.jvmti, false);
+            return false;
+        }
         let Some(t) = armed.triggers.get(which).cloned() else {
             self.entries_for_triggers(self.jvmti, false);
             return false;
@@ -269,7 +303,7 @@ impl Profiler {
             return false;
         }
         let mut scope = armed.scope;
-        scope.trigger = thread.map(|thread| TriggerScope {
+        scope.trigger = Some(TriggerScope {
             thread,
             method,
             lock: t.lock,
@@ -283,13 +317,16 @@ impl Profiler {
             Some(armed.flags),
             scope,
         );
-        if let Err(e) = &opened {
-            self.entries_for_triggers(self.jvmti, false);
-            state.fired = Some(Action::Trace);
-            log::info(&format!(
-                "live: the trigger fired and no burst began: {}",
-                e
-            ));
+        match &opened {
+            Ok(_) => state.trigger_thread = Some(thread),
+            Err(e) => {
+                self.entries_for_triggers(self.jvmti, false);
+                state.fired = Some(Action::Trace);
+                log::info(&format!(
+                    "live: the trigger fired and no burst began: {}",
+                    e
+                ));
+            }
         }
         opened.is_ok()
     }
@@ -300,14 +337,14 @@ impl Profiler {
         trigger::disarm();
         let mut state = self.bursts.lock();
         let fired = state.fired.take().is_some();
-        match state.armed.take() {
-            Some(_) => {
-                self.entries_for_triggers(jvmti, false);
-                crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
-                true
-            }
-            None => fired,
+        let armed = state.armed.take().is_some();
+        if armed {
+            self.entries_for_triggers(jvmti, false);
         }
+        if armed || fired {
+            crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
+        }
+        armed || fired
     }
 
     /// What a trigger fired that the control thread serves: a dump, or (`Action::Trace`) a
@@ -327,6 +364,7 @@ impl Profiler {
             return Err("no burst is open".into());
         };
         crate::capture::bci::set_gate(Methods::Off, false, false, false);
+        state.trigger_thread = None;
         // The live visualizer's value filters hold for its burst only.
         crate::capture::values::set(Vec::new(), Vec::new(), Vec::new());
         // Disabling ObjectFree posts the frees HotSpot still holds: they reach the library.
@@ -426,10 +464,12 @@ impl Profiler {
         Ok(what)
     }
 
-    /// Hands every thread's records over to the writer now.
+    /// Hands the records of the thread a trigger began the burst on over to the writer now.
     pub fn hand_over(&self) {
-        let _state = self.bursts.lock();
-        self.hub.collect();
+        let state = self.bursts.lock();
+        if let Some(thread) = state.trigger_thread.filter(|_| state.is_open()) {
+            self.hub.collect_thread(thread);
+        }
     }
 
     /// Writes everything recorded so far to disk, and answers when it is there.

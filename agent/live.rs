@@ -273,6 +273,9 @@ impl Drop for Server {
                 let _ = c.stream.shutdown(std::net::Shutdown::Both);
             }
             CONNECTED.store(false, Ordering::SeqCst);
+            if let Some(p) = crate::profiler::get() {
+                p.disarm_burst(p.jvmti);
+            }
         }
     }
 }
@@ -353,14 +356,15 @@ impl Client {
             // `flashlight_go 1 DEPTH`.
             "flashlight_go" => {
                 let depth = rest.split_whitespace().nth(1).and_then(|d| d.parse().ok());
+                let depth = depth.filter(|&d: &u32| d > 0);
                 self.begin_burst(p, jvmti, depth)
             }
             "stop" if self.armed.is_some() => self.disarm(p, jvmti),
             "stop" if self.burst.is_some() => self.end_burst(p, jvmti),
             // Nothing of the visualizer's is open: it stops reading by itself.
             "stop" => {}
-            "dp" => self.dump(p, Dump::Population),
-            "dr" => self.dump(p, Dump::References),
+            "dp" => self.dump(p, Dump::Population, DumpEnd::Report),
+            "dr" => self.dump(p, Dump::References, DumpEnd::Report),
             "markgeneration" => send_end(p, DumpEnd::Generation),
             // Threads and classes are defined as the trace needs them: an empty report.
             "reportthreadsclasses" => send_end(p, DumpEnd::Report),
@@ -472,21 +476,25 @@ impl Client {
             self.burst = Some(Burst::new(p, &self.settings, end));
             return;
         }
+        // The visualizer waits for an END_BURST or a GENERATION (burst sampling's wait wakes
+        // on nothing else).
         match p.take_fired() {
-            Some(Action::Population) => self.dump(p, Dump::Population),
-            Some(Action::References) => self.dump(p, Dump::References),
+            Some(Action::Population) => self.dump(p, Dump::Population, DumpEnd::Generation),
+            Some(Action::References) => self.dump(p, Dump::References, DumpEnd::Generation),
             Some(Action::Trace) => no_burst(p, "the trigger fired and no burst could begin"),
             None if armed => return,
-            None => no_burst(p, "the trigger was disarmed"),
+            // Its burst began and ended between two ticks: the visualizer had both.
+            None => {}
         }
         self.armed = None;
     }
 
-    /// `stop` while armed: the visualizer waits for an END_BURST.
+    /// `stop` while armed. The visualizer has read no BEGIN_BURST: it stops on its side, and
+    /// reads nothing more (an empty burst sent now would end its next load at once).
     fn disarm(&mut self, p: &Profiler, jvmti: Jvmti) {
         self.armed = None;
         if p.disarm_burst(jvmti) {
-            no_burst(p, "stopped before its trigger fired");
+            log::info("live: disarmed before the trigger fired");
         } else if p.bursts.lock().is_open() {
             // The trigger has just fired: its burst ends.
             self.end_burst(p, jvmti);
@@ -503,12 +511,13 @@ impl Client {
         }
     }
 
-    fn dump(&mut self, p: &Profiler, what: Dump) {
+    /// A dump; `failed`: what ends the visualizer's wait when it cannot be made.
+    fn dump(&mut self, p: &Profiler, what: Dump, failed: DumpEnd) {
         match heap::to_trace(p, what) {
             Ok(text) => log::info(&format!("live: {}", text)),
             Err(e) => {
                 log::info(&format!("live: no heap dump: {}", e));
-                send_end(p, DumpEnd::Report);
+                send_end(p, failed);
             }
         }
     }

@@ -773,6 +773,8 @@ impl Profiler {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        // A burst waiting for its trigger waits no more (a fire from now on opens none).
+        self.disarm_burst(self.jvmti);
         control::stop();
         if let Some(handle) = self.control.lock().take() {
             let _ = handle.join();

@@ -558,17 +558,17 @@ fn triggers_limits_and_depth_shape_the_visualizers_bursts_exactly() {
             assert_eq!(nodes, 200, "{}: the trigger's population dump", setup);
             wait_for(&socket, "state=paused");
 
-            // Stopped before it fired: an empty burst, and nothing armed after.
+            // Stopped before it fired: nothing is sent (the visualizer, which has read no
+            // BEGIN_BURST, stops reading by itself), and nothing stays armed.
             v.send(&format!(
                 "{}triggermethod Phases outer 1 0 0\ngo 1\n",
                 SETTINGS
             ));
             wait_for(&socket, "state=armed");
             v.send("stop\n");
-            let stopped = v.until(jinsight::END_BURST);
-            assert!(v.calls(&stopped).is_empty(), "{}: {:?}", setup, stopped);
             wait_for(&socket, "state=paused");
             nest(&mut jvm, 1);
+            // The next burst's events are its own (a stray END_BURST would end it at once).
             let after = v.burst(&socket, || jvm.phase(1));
             assert_eq!(v.calls(&after).get("Phases.outer"), None, "{}", setup);
             assert_eq!(v.calls(&after).get("Phases.p1"), Some(&1000), "{}", setup);

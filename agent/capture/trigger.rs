@@ -51,6 +51,8 @@ static PATTERNS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
 static KEYS: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 const KEY_BITS: u64 = (1 << 56) - 1;
 static TAKEN: AtomicUsize = AtomicUsize::new(0);
+/// Counts armings, so that an entry that claimed one cannot fire the next.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 static COUNTDOWN: [AtomicI64; MAX_TRIGGERS] = [const { AtomicI64::new(0) }; MAX_TRIGGERS];
 
 /// Whether a burst waits for a trigger.
@@ -60,9 +62,14 @@ pub fn armed() -> bool {
 }
 
 /// Arms `triggers` (the first [`MAX_TRIGGERS`]); `each_method` lists the methods registered
-/// so far as (key, class name, method name). Called under the bursts lock.
-pub fn arm(triggers: &[Trigger], each_method: impl FnOnce(&mut dyn FnMut(MethodKey, &str, &str))) {
+/// so far as (key, class name, method name). Called under the bursts lock. Returns the
+/// arming's generation and how many methods matched so far.
+pub fn arm(
+    triggers: &[Trigger],
+    each_method: impl FnOnce(&mut dyn FnMut(MethodKey, &str, &str)),
+) -> (u64, usize) {
     clear();
+    let generation = GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
     let triggers = &triggers[..triggers.len().min(MAX_TRIGGERS)];
     *PATTERNS.write() = triggers
         .iter()
@@ -73,6 +80,12 @@ pub fn arm(triggers: &[Trigger], each_method: impl FnOnce(&mut dyn FnMut(MethodK
     }
     LISTENING.store(true, Ordering::SeqCst);
     each_method(&mut |key, class, method| add(key, class, method));
+    ARMED.store(true, Ordering::SeqCst);
+    (generation, TAKEN.load(Ordering::SeqCst))
+}
+
+/// Arms again after an entry claimed an arming that was not its own (see [`entered`]).
+pub fn rearm() {
     ARMED.store(true, Ordering::SeqCst);
 }
 
@@ -95,13 +108,21 @@ pub fn registered<'a>(class: &str, methods: impl Iterator<Item = (MethodKey, &'a
 }
 
 /// An entry of method `key` while armed; true when it began the burst (record the entry).
-/// `thread` names the entering thread (its buffer's key), made if it has none.
+/// `thread` names the entering thread (its buffer's key), made if it has none; a thread with
+/// none (an agent's thread, one ending) or running the agent's own Java code does not fire.
 pub fn entered(
     p: &'static Profiler,
     key: MethodKey,
     thread: impl FnOnce() -> Option<ThreadKey>,
 ) -> bool {
+    let generation = GENERATION.load(Ordering::SeqCst);
     let Some(which) = lookup(key) else {
+        return false;
+    };
+    if crate::buffer::Hub::is_quiet() {
+        return false;
+    }
+    let Some(thread) = thread() else {
         return false;
     };
     if COUNTDOWN[which].fetch_sub(1, Ordering::Relaxed) > 0 {
@@ -112,7 +133,7 @@ pub fn entered(
         return false;
     }
     LISTENING.store(false, Ordering::SeqCst);
-    p.fire(which, key, thread())
+    p.fire(generation, which, key, thread)
 }
 
 fn clear() {
@@ -148,7 +169,7 @@ fn add(key: MethodKey, class: &str, method: &str) {
     let Some(which) = which else {
         return;
     };
-    if TAKEN.fetch_add(1, Ordering::SeqCst) >= SLOTS / 4 * 3 {
+    if TAKEN.load(Ordering::SeqCst) >= SLOTS / 4 * 3 {
         crate::log::info("live: a trigger matches too many methods: the first 3072 are kept");
         return;
     }
@@ -157,7 +178,10 @@ fn add(key: MethodKey, class: &str, method: &str) {
     let mut at = slot_of(key);
     for _ in 0..SLOTS {
         match KEYS[at].compare_exchange(0, value, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return,
+            Ok(_) => {
+                TAKEN.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             Err(k) if k & KEY_BITS == stored => return,
             Err(_) => at = (at + 1) & (SLOTS - 1),
         }
@@ -186,11 +210,13 @@ mod tests {
                 action: Action::Population,
             },
         ];
-        arm(&triggers, |each| {
+        let (_, matched) = arm(&triggers, |each| {
             each(7, "app/Server", "handle");
             each(8, "app/Server", "other");
             each(0, "app/Cache", "dumpAll");
+            each(0, "app/Cache", "dumpAll");
         });
+        assert_eq!(matched, 2);
         registered("app/Late", [(1 << 40, "dumpLate"), (9, "x")].into_iter());
         assert_eq!(lookup(7), Some(0));
         assert_eq!(lookup(0), Some(1));

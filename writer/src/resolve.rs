@@ -567,13 +567,6 @@ impl<S: Sink> Resolver<S> {
         let carrier = batch.thread;
         let start = self.threads.get(&carrier).and_then(|s| s.mounted);
         let key = start.unwrap_or(carrier);
-        // A trigger locked to its thread: the others' batches are left out.
-        if let Some(t) = self.scope.as_ref().and_then(|s| s.trigger) {
-            if t.lock && key != t.thread && carrier != t.thread {
-                self.follow_records(batch, true);
-                return Ok(());
-            }
-        }
         let state = self.threads.remove(&key).unwrap_or_default();
         self.current = (key, state);
         self.carrier = carrier;
@@ -587,11 +580,6 @@ impl<S: Sink> Resolver<S> {
     /// which virtual thread each carrier runs is followed, and what is kept of a thread that
     /// ends is let go.
     pub fn follow(&mut self, batch: &Batch) {
-        self.follow_records(batch, false);
-    }
-
-    /// [`Resolver::follow`]; `scoped`: inside a burst whose scope leaves the batch out.
-    fn follow_records(&mut self, batch: &Batch, scoped: bool) {
         let carrier = batch.thread;
         for r in batch.records() {
             self.counts.records += 1;
@@ -609,10 +597,7 @@ impl<S: Sink> Resolver<S> {
                 kind => {
                     // Details kept for the record are let go too.
                     self.let_go(kind, r.key);
-                    match scoped {
-                        true => self.counts.scoped_out += 1,
-                        false => self.counts.outside_burst += 1,
-                    }
+                    self.counts.outside_burst += 1;
                 }
             }
         }
@@ -681,11 +666,12 @@ impl<S: Sink> Resolver<S> {
                     self.let_go(record.kind, record.key);
                     self.counts.unknown_thread += 1
                 }
-                _ if self
-                    .cut
-                    .is_some_and(|cut| self.file_ticks(record.ticks) > cut) =>
+                _ if self.locked_out(thread)
+                    || self
+                        .cut
+                        .is_some_and(|cut| self.file_ticks(record.ticks) > cut) =>
                 {
-                    self.after_cut(thread, &record)
+                    self.left_out(thread, &record)
                 }
                 RecordKind::MethodEntry if record.arg == PENDING_OBJECT => {
                     self.went_on(thread);
@@ -701,8 +687,22 @@ impl<S: Sink> Resolver<S> {
         Ok(())
     }
 
-    /// A record after the trigger's exit: not written; a thread's end is still followed.
-    fn after_cut(&mut self, thread: ThreadKey, r: &Record) {
+    /// Whether a trigger locked to its thread leaves `thread`'s records out: any thread but the
+    /// one its entry was on (until then, any thread but the trigger's and those mounted on it).
+    fn locked_out(&self, thread: ThreadKey) -> bool {
+        let Some(t) = self.scope.as_ref().and_then(|s| s.trigger) else {
+            return false;
+        };
+        match self.trigger_entered {
+            _ if !t.lock => false,
+            Some(entered) => thread != entered,
+            None => thread != t.thread && self.carrier != t.thread,
+        }
+    }
+
+    /// A record the burst's scope leaves out (another thread than the trigger's, or after
+    /// the trigger's exit): not written; a thread's end is still followed.
+    fn left_out(&mut self, thread: ThreadKey, r: &Record) {
         self.counts.scoped_out += 1;
         self.let_go(r.kind, r.key);
         if r.kind == RecordKind::ThreadEnd {
@@ -1068,6 +1068,7 @@ impl<S: Sink> Resolver<S> {
         let id = self.thread_id(thread, r.ticks)?;
         let state = state_of(&mut self.current, &mut self.threads, thread);
         let closed = state.leave_above(&mut self.sink, id, 0, r.ticks, |_| 0)?;
+        self.trigger_left(thread, 0, r.ticks);
         self.emit(Event::UserEvent {
             ticks: r.ticks,
             text: format!(
