@@ -410,7 +410,12 @@ pub extern "C" fn class_prepare(
             jni,
             registry: &p.registry,
         };
-        let key = classes.prepared(class);
+        let key = if p.options.registers_lazily() {
+            let _frame = jni.local_frame(8);
+            classes.prepared_lazily(class)
+        } else {
+            classes.prepared(class)
+        };
         crate::javaapi::bind_if_api(jvmti, jni, class);
         if let (Some(key), true) = (key, p.uses_bci()) {
             crate::capture::bci::link_prepared(p, jvmti, class, key);

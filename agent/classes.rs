@@ -3,6 +3,7 @@
 //! tag with [`CLASS_TAG`] set and its key in the low bits, so a second lookup costs one
 //! GetTag and object tags (plain IDs) never collide with class tags.
 
+use crate::ffi::jni::GlobalClasses;
 use crate::ffi::jni::Jni;
 use crate::ffi::jvmti::{self, Jvmti};
 use crate::registry::Registry;
@@ -10,12 +11,17 @@ use jlive_writer::model::{FieldDef, Line, MethodDef};
 use jlive_writer::record::{ArrayKind, ClassInfo, ClassKey, MethodKey};
 use jni_sys::jclass;
 use parking_lot::ReentrantMutex;
+use std::sync::OnceLock;
 
 /// Tag bit marking a class object.
 pub const CLASS_TAG: i64 = 1 << 62;
 
 /// Registration is serialised (re-entrant: a class registers its superclass first).
 static REGISTER: ReentrantMutex<()> = ReentrantMutex::new(());
+
+/// java/lang/Thread, once VM init has found it (lazy registration: its subclasses register
+/// as they are prepared).
+static THREAD: OnceLock<GlobalClasses> = OnceLock::new();
 
 /// Looks classes up and registers them on one JVM thread.
 pub struct Classes<'a, 'cb> {
@@ -51,6 +57,58 @@ impl Classes<'_, '_> {
             self.describe_into(class, key);
         }
         Some(key)
+    }
+
+    /// ClassPrepare when classes register lazily ([`crate::options::Options::registers_lazily`]):
+    /// only java/lang/Thread's subclasses are registered here (the concurrency hooks ask the
+    /// registry whether a class inherits Thread's sleep); others when a record needs them.
+    pub fn prepared_lazily(&self, class: jclass) -> Option<ClassKey> {
+        let thread = THREAD.get().and_then(|t| t.as_slice().first().copied());
+        match thread {
+            Some(thread) if !self.extends(class, thread) => None,
+            // Before VM init has found Thread: registered, as without laziness.
+            _ => self.prepared(class),
+        }
+    }
+
+    /// VM init with lazy registration: registers java/lang/Object, java/lang/Thread and the
+    /// loaded subclasses of Thread, and keeps Thread for [`Classes::prepared_lazily`].
+    pub fn register_threads(&self, loaded: &[jclass]) {
+        let named = |wanted: &str| {
+            loaded
+                .iter()
+                .copied()
+                .find(|&c| self.jvmti.class_signature(c).is_ok_and(|s| s == wanted))
+        };
+        if let Some(object) = named("Ljava/lang/Object;") {
+            self.key(object);
+        }
+        let Some(thread) = named("Ljava/lang/Thread;") else {
+            return;
+        };
+        for &class in loaded {
+            let _frame = self.jni.local_frame(8);
+            if self.jni.is_same_object(class, thread) || self.extends(class, thread) {
+                self.key(class);
+            }
+        }
+        let _ = THREAD.set(self.jni.global_classes(&[thread]));
+    }
+
+    /// Whether `class` is a subclass of `ancestor` (a local frame must be open: each
+    /// superclass is a local reference).
+    fn extends(&self, class: jclass, ancestor: jclass) -> bool {
+        let mut at = class;
+        for _ in 0..64 {
+            let Some(s) = self.jni.superclass(at) else {
+                return false;
+            };
+            if self.jni.is_same_object(s, ancestor) {
+                return true;
+            }
+            at = s;
+        }
+        false
     }
 
     fn tagged(&self, class: jclass) -> Option<ClassKey> {

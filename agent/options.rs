@@ -545,6 +545,13 @@ impl Options {
         self.formats != [Format::Orca]
     }
 
+    /// Whether classes are registered only when a record needs them (and Thread's subclasses
+    /// as they load, for the sleep hooks): an ORCA log alone, with no user trace library,
+    /// describes only the classes of its stack traces.
+    pub fn registers_lazily(&self) -> bool {
+        !self.traces_methods() && self.plugin.is_none() && self.output != Output::Plugin
+    }
+
     /// Whether concurrency events name their objects by ID (every format but ORCA, which
     /// names them by hash code).
     pub fn monitor_object_ids(&self) -> bool {

@@ -690,6 +690,13 @@ impl Profiler {
             registry: &self.registry,
         };
         crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+            if self.options.registers_lazily() {
+                classes.register_threads(&loaded);
+                for &class in &loaded {
+                    javaapi::bind_if_api(jvmti, jni, class);
+                }
+                return;
+            }
             for class in loaded {
                 let status = jvmti.class_status(class).unwrap_or(0);
                 if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
@@ -701,8 +708,13 @@ impl Profiler {
             }
         });
         log::info(&format!(
-            "{} classes registered (loaded so far)",
-            self.registry.class_count()
+            "{} classes registered (loaded so far{})",
+            self.registry.class_count(),
+            if self.options.registers_lazily() {
+                ": Object, Thread and its subclasses; others when a stack names them"
+            } else {
+                ""
+            }
         ));
         if self.uses_hook() && !self.uses_bci() {
             // Concurrency call sites only: hooked from here on. Enabled at load, the hook made
