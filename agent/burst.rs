@@ -277,14 +277,9 @@ impl Profiler {
         thread: ThreadKey,
     ) -> bool {
         let mut state = self.bursts.lock();
-        match &state.armed {
-            None => return false,
-            // The entry claimed a later arming than its own: that one stays armed.
-            Some(a) if a.generation != generation => {
-                trigger::rearm();
-                return false;
-            }
-            Some(_) => {}
+        // An arming disarmed (and perhaps another armed) since the entry claimed it.
+        if state.armed.as_ref().map(|a| a.generation) != Some(generation) {
+            return false;
         }
         let Some(armed) = state.armed.take() else {
             return false;
@@ -295,6 +290,7 @@ impl Profiler {
         }
         let Some(t) = armed.triggers.get(which).cloned() else {
             self.entries_for_triggers(self.jvmti, false);
+            state.fired = Some(Action::Trace);
             return false;
         };
         if t.action != Action::Trace {
@@ -464,11 +460,14 @@ impl Profiler {
         Ok(what)
     }
 
-    /// Hands the records of the thread a trigger began the burst on over to the writer now.
-    pub fn hand_over(&self) {
+    /// Hands the records of the thread a trigger began the burst on over to the writer now
+    /// (`all`: every thread's, for a virtual thread that moved to another carrier).
+    pub fn hand_over(&self, all: bool) {
         let state = self.bursts.lock();
-        if let Some(thread) = state.trigger_thread.filter(|_| state.is_open()) {
-            self.hub.collect_thread(thread);
+        match state.trigger_thread.filter(|_| state.is_open()) {
+            Some(_) if all => self.hub.collect(),
+            Some(thread) => self.hub.collect_thread(thread),
+            None => {}
         }
     }
 

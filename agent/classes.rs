@@ -64,8 +64,13 @@ impl Classes<'_, '_> {
     /// registry whether a class inherits Thread's sleep); others when a record needs them.
     pub fn prepared_lazily(&self, class: jclass) -> Option<ClassKey> {
         let thread = THREAD.get().and_then(|t| t.as_slice().first().copied());
+        // Registered before it was prepared (as an interface of a Thread subclass, say): its
+        // methods are filled in now.
+        let described = self
+            .tagged(class)
+            .is_none_or(|k| self.registry.has_methods(k));
         match thread {
-            Some(thread) if !self.extends(class, thread) => None,
+            Some(thread) if described && !self.extends(class, thread) => None,
             // Before VM init has found Thread: registered, as without laziness.
             _ => self.prepared(class),
         }
@@ -88,6 +93,10 @@ impl Classes<'_, '_> {
         };
         for &class in loaded {
             let _frame = self.jni.local_frame(8);
+            let status = self.jvmti.class_status(class).unwrap_or(0);
+            if status & jvmti::CLASS_STATUS_PREPARED == 0 {
+                continue; // registered when it is prepared
+            }
             if self.jni.is_same_object(class, thread) || self.extends(class, thread) {
                 self.key(class);
             }

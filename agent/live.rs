@@ -105,6 +105,8 @@ struct Burst {
     max_events: Option<u64>,
     /// A triggered burst ending at the trigger's exit: the writer's trigger exits before it.
     exits_at: Option<u64>,
+    /// Ticks it has waited for that exit.
+    waited: u32,
 }
 
 impl Burst {
@@ -114,6 +116,7 @@ impl Burst {
             events_at: p.stats.events.load(Ordering::Relaxed),
             max_events: s.max_events,
             exits_at,
+            waited: 0,
         }
     }
 }
@@ -181,7 +184,7 @@ impl Server {
         if c.armed.is_some() {
             c.armed_tick(p);
         }
-        let Some(b) = &c.burst else {
+        let Some(b) = c.burst.as_mut() else {
             return;
         };
         if !p.bursts.lock().is_open() {
@@ -196,9 +199,11 @@ impl Server {
             .exits_at
             .is_some_and(|e| p.stats.trigger_exits.load(Ordering::Relaxed) > e);
         if b.exits_at.is_some() && !exited {
-            // The trigger's exit reaches the writer with its thread's batch: hand the
-            // threads' records over at each tick rather than when a buffer fills.
-            p.hand_over();
+            // The trigger's exit reaches the writer with its thread's batch: hand its records
+            // over at each tick rather than when its buffer fills, and every thread's once a
+            // second (a virtual thread may have moved to another carrier).
+            b.waited += 1;
+            p.hand_over(b.waited % 10 == 0);
         }
         if over || exited || b.deadline.is_some_and(|d| Instant::now() >= d) {
             c.end_burst(p, jvmti);

@@ -41,7 +41,9 @@ pub struct Trigger {
     pub action: Action,
 }
 
-static ARMED: AtomicBool = AtomicBool::new(false);
+/// The generation of the arming that waits (0: none). An entry claims the arming it looked
+/// up, and no later one, by swapping its generation for 0.
+static ARMED: AtomicU64 = AtomicU64::new(0);
 /// Whether classes registering are looked at (set before the table is filled from the
 /// registry, so that no class falls between the two).
 static LISTENING: AtomicBool = AtomicBool::new(false);
@@ -51,14 +53,14 @@ static PATTERNS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
 static KEYS: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 const KEY_BITS: u64 = (1 << 56) - 1;
 static TAKEN: AtomicUsize = AtomicUsize::new(0);
-/// Counts armings, so that an entry that claimed one cannot fire the next.
+/// Counts armings.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static COUNTDOWN: [AtomicI64; MAX_TRIGGERS] = [const { AtomicI64::new(0) }; MAX_TRIGGERS];
 
 /// Whether a burst waits for a trigger.
 #[inline(always)]
 pub fn armed() -> bool {
-    ARMED.load(Ordering::Relaxed)
+    ARMED.load(Ordering::Relaxed) != 0
 }
 
 /// Arms `triggers` (the first [`MAX_TRIGGERS`]); `each_method` lists the methods registered
@@ -80,18 +82,13 @@ pub fn arm(
     }
     LISTENING.store(true, Ordering::SeqCst);
     each_method(&mut |key, class, method| add(key, class, method));
-    ARMED.store(true, Ordering::SeqCst);
+    ARMED.store(generation, Ordering::SeqCst);
     (generation, TAKEN.load(Ordering::SeqCst))
-}
-
-/// Arms again after an entry claimed an arming that was not its own (see [`entered`]).
-pub fn rearm() {
-    ARMED.store(true, Ordering::SeqCst);
 }
 
 /// Disarms; true when it was armed (false: nothing was, or a trigger has just fired).
 pub fn disarm() -> bool {
-    let was = ARMED.swap(false, Ordering::SeqCst);
+    let was = ARMED.swap(0, Ordering::SeqCst) != 0;
     LISTENING.store(false, Ordering::SeqCst);
     PATTERNS.write().clear();
     was
@@ -115,7 +112,12 @@ pub fn entered(
     key: MethodKey,
     thread: impl FnOnce() -> Option<ThreadKey>,
 ) -> bool {
-    let generation = GENERATION.load(Ordering::SeqCst);
+    // The arming whose table this entry reads (an arming fills its table before it publishes
+    // its generation).
+    let generation = ARMED.load(Ordering::SeqCst);
+    if generation == 0 {
+        return false;
+    }
     let Some(which) = lookup(key) else {
         return false;
     };
@@ -129,7 +131,8 @@ pub fn entered(
         return false;
     }
     // One entry fires; the others (and the control thread's disarm) find it gone.
-    if !ARMED.swap(false, Ordering::SeqCst) {
+    let claimed = ARMED.compare_exchange(generation, 0, Ordering::SeqCst, Ordering::SeqCst);
+    if claimed.is_err() {
         return false;
     }
     LISTENING.store(false, Ordering::SeqCst);
