@@ -44,6 +44,9 @@ pub struct Walked {
     /// In jlive's environment, every object reached (class objects aside): (ID, class key,
     /// array length or -1).
     pub keyed: Vec<(u32, u32, i32)>,
+    /// Beside each root of the graph: the ID of the thread object whose stack or JNI locals
+    /// hold it, or which it is (a thread root); 0 when none or unknown.
+    pub root_threads: Vec<u64>,
 }
 
 /// Walks the heap in `jvmti` (jlive's environment for [`Ids::Agent`], the walk's own for
@@ -104,7 +107,7 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
         class_of_tag,
         unknown,
     };
-    let (mut refs, mut roots) = (Vec::new(), Vec::new());
+    let (mut refs, mut roots, mut root_threads) = (Vec::new(), Vec::new(), Vec::new());
     let mut visit = |r: &HeapRef| -> Option<i64> {
         let (id, new_tag) = list.object(r.class_tag, r.size, r.tag, r.length)?;
         let kind = r.kind.clamp(0, 255) as u8;
@@ -114,7 +117,14 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
                 to: id,
                 kind,
             }),
-            None => roots.push(Root { kind, to: id }),
+            None => {
+                roots.push(Root { kind, to: id });
+                root_threads.push(match kind {
+                    THREAD_ROOT => id,
+                    _ if r.thread_tag != 0 => id_of(r.thread_tag),
+                    _ => 0,
+                });
+            }
         }
         new_tag
     };
@@ -138,7 +148,31 @@ pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> 
         graph,
         fresh: list.fresh,
         keyed: list.keyed,
+        root_threads,
     })
+}
+
+/// JVMTI_HEAP_REFERENCE_THREAD: a thread object is a root.
+const THREAD_ROOT: u8 = 26;
+
+/// The threads that have recorded, by the ID of their thread object (tagged by the walk).
+fn thread_keys(p: &Profiler) -> HashMap<u64, jlive_writer::record::ThreadKey> {
+    let jvmti = p.jvmti;
+    let mut keys = HashMap::new();
+    let _ = p.vm.with_env(|jni| {
+        let _frame = jni.local_frame(16);
+        for t in jvmti.all_threads().unwrap_or_default() {
+            let tag = jvmti.tag(t).unwrap_or(0);
+            let key = jvmti
+                .object_hash_code(t)
+                .and_then(|h| p.registry.thread_by_hash(h));
+            if let (true, Some(key)) = (tag != 0, key) {
+                keys.insert(id_of(tag), key);
+            }
+            jni.delete_local(t);
+        }
+    });
+    keys
 }
 
 /// The objects a walk has listed, and how new ones get their IDs.
@@ -302,11 +336,13 @@ pub fn to_trace(p: &Profiler, what: Dump) -> Result<String, String> {
                 dump.refs.push((r.from as u32, r.to as u32));
             }
         }
+        let threads = thread_keys(p);
         dump.roots = graph
             .roots
             .iter()
-            .filter(|r| r.to < CLASS_IDS)
-            .map(|r| (root_kind(r.kind), r.to as u32))
+            .zip(&walked.root_threads)
+            .filter(|(r, _)| r.to < CLASS_IDS)
+            .map(|(r, t)| (root_kind(r.kind), r.to as u32, threads.get(t).copied()))
             .collect();
     }
     let answer = format!(

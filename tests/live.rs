@@ -28,6 +28,8 @@ struct Visualizer {
     /// Class ID → (name, method names); object ID → class ID.
     classes: HashMap<u16, (String, Vec<String>)>,
     objects: HashMap<u32, u16>,
+    /// Thread name → thread ID.
+    threads: HashMap<String, u32>,
 }
 
 impl Visualizer {
@@ -49,6 +51,7 @@ impl Visualizer {
             events,
             classes: HashMap::new(),
             objects: HashMap::new(),
+            threads: HashMap::new(),
         }
     }
 
@@ -72,6 +75,9 @@ impl Visualizer {
                 }
                 Event::ObjectDefined { object, class, .. } => {
                     self.objects.insert(*object, *class);
+                }
+                Event::ThreadDefine { thread, name, .. } => {
+                    self.threads.insert(name.clone(), *thread);
                 }
                 _ => {}
             }
@@ -216,6 +222,13 @@ fn the_visualizer_drives_bursts_and_dumps_the_heap_exactly() {
             }
             assert_eq!(node_refs, 499, "{}: dr gives the list's references", setup);
             assert!(held_by_static, "{}: Phases.held is a static root", setup);
+            // The bursts defined main: its thread object is a root that names it.
+            let main = v.threads.get("main").copied();
+            let main_root = references.iter().any(|e| {
+                matches!(e, Event::Root { code: jinsight::THREAD_ROOT, thread, .. }
+                    if Some(*thread) == main)
+            });
+            assert!(main.is_some() && main_root, "{}: main's thread root", setup);
             v.send("markgeneration\n");
             v.until(jinsight::GENERATION);
             v.send("reportthreadsclasses\nno such command\n");

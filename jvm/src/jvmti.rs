@@ -981,9 +981,11 @@ struct ObjectWalk<'a> {
 
 /// One reference FollowReferences reports: its kind (jvmtiHeapReferenceKind: 1..10 from an
 /// object or class, 21..27 from a root), the referee's class tag, size, tag and array length
-/// (-1: not an array), and the referrer's tag (None for a root).
+/// (-1: not an array), the referrer's tag (None for a root), and for a stack local or JNI
+/// local root the tag of its thread's object (0 when untagged or another kind).
 pub struct HeapRef {
     pub kind: jint,
+    pub thread_tag: jlong,
     pub class_tag: jlong,
     pub size: jlong,
     pub tag: jlong,
@@ -1037,7 +1039,7 @@ unsafe fn answer(
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn heap_reference(
     kind: jint,
-    _info: *const c_void,
+    info: *const c_void,
     class_tag: jlong,
     _referrer_class_tag: jlong,
     size: jlong,
@@ -1057,8 +1059,18 @@ unsafe extern "C" fn heap_reference(
         let referrer = (!referrer_tag.is_null()).then(|| *referrer_tag);
         (walk, *tag, referrer)
     };
+    // JVMTI_HEAP_REFERENCE_STACK_LOCAL (24) and JNI_LOCAL (25) come with a
+    // jvmtiHeapReferenceInfoStackLocal / JniLocal, whose first field is the thread's tag.
+    let thread_tag = if (kind == 24 || kind == 25) && !info.is_null() {
+        // SAFETY: for these kinds JVMTI passes that struct, alive for this callback; its
+        // first member is a jlong.
+        unsafe { *(info as *const jlong) }
+    } else {
+        0
+    };
     let r = HeapRef {
         kind,
+        thread_tag,
         class_tag,
         size,
         tag: current,

@@ -468,7 +468,9 @@ pub struct HeapDump {
     pub refs: Vec<(u32, u32)>,
     /// Static fields' references: (class, to).
     pub statics: Vec<(ClassKey, u32)>,
-    pub roots: Vec<(crate::model::RootKind, u32)>,
+    /// The roots: (kind, object, the thread whose stack, JNI locals or object it is, when
+    /// known).
+    pub roots: Vec<(crate::model::RootKind, u32, Option<ThreadKey>)>,
     /// What the dump ends with: a generation mark, or the end of a report of so many events.
     pub end: DumpEnd,
 }

@@ -494,11 +494,17 @@ impl<S: Sink> Resolver<S> {
                 events += 1;
             }
         }
-        for &(kind, object) in &dump.roots {
+        for &(kind, object, thread) in &dump.roots {
             if self.object_defined(object) {
+                // A thread this file has defined (a root names none other: outside a burst no
+                // thread is defined).
+                let thread = thread.and_then(|key| match self.current.0 == key {
+                    true => self.current.1.id,
+                    false => self.threads.get(&key).and_then(|s| s.id),
+                });
                 self.emit(part(HeapPart::Root {
                     kind,
-                    thread: None,
+                    thread,
                     object,
                 }))?;
                 events += 1;

@@ -1209,7 +1209,10 @@ fn a_heap_dump_reads_back_part_by_part_and_frees_what_is_gone() {
         below: 100,
         refs: vec![(2, 1), (1, 3), (2, 3), (1, 4)],
         statics: vec![(4, 2)],
-        roots: vec![(RootKind::JavaStack, 2), (RootKind::JniGlobal, 1)],
+        roots: vec![
+            (RootKind::JavaStack, 2, None),
+            (RootKind::JniGlobal, 1, None),
+        ],
         end: DumpEnd::Generation,
     };
     s.heap(&dump).unwrap();
