@@ -277,11 +277,8 @@ impl Profiler {
         thread: ThreadKey,
     ) -> bool {
         let mut state = self.bursts.lock();
-        // An arming disarmed (and perhaps another armed) since the entry claimed it.
-        if state.armed.as_ref().map(|a| a.generation) != Some(generation) {
-            return false;
-        }
-        let Some(armed) = state.armed.take() else {
+        // None: the arming was disarmed (and perhaps another armed) since the entry claimed it.
+        let Some(armed) = state.armed.take_if(|a| a.generation == generation) else {
             return false;
         };
         if self.closed.load(Ordering::SeqCst) {

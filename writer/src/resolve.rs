@@ -55,9 +55,6 @@ pub struct Counts {
     /// Method entries and exits the agent dropped (overflow=drop).
     pub lost_entries: u64,
     pub lost_exits: u64,
-    /// Records a burst's scope left out ([`BurstScope`]: another thread than the trigger's,
-    /// or after the trigger's exit).
-    pub scoped_out: u64,
     /// Exits of a trigger's frame that end its burst (`end_on_exit`): the agent ends the
     /// burst when this grows.
     pub trigger_exits: u32,
@@ -709,15 +706,22 @@ impl<S: Sink> Resolver<S> {
     /// A record the burst's scope leaves out (another thread than the trigger's, or after
     /// the trigger's exit): not written; a thread's end is still followed.
     fn left_out(&mut self, thread: ThreadKey, r: &Record) {
-        self.counts.scoped_out += 1;
         self.let_go(r.kind, r.key);
         if r.kind == RecordKind::ThreadEnd {
-            let state = self.state(thread);
-            state.frames = Vec::new();
-            state.depth = 0;
-            state.ended = true;
-            self.symbols.thread_ended(thread);
+            self.end_thread(thread);
         }
+    }
+
+    /// A thread ended: its frames go, its state is dropped once no longer current, and the
+    /// registry may forget it. Returns its ID in this file, if it has one.
+    fn end_thread(&mut self, thread: ThreadKey) -> Option<ThreadId> {
+        let state = self.state(thread);
+        state.frames = Vec::new();
+        state.depth = 0;
+        state.ended = true;
+        let id = state.id;
+        self.symbols.thread_ended(thread);
+        id
     }
 
     /// Writes the leading records of `slots` that are the common case, and returns how many
@@ -854,12 +858,7 @@ impl<S: Sink> Resolver<S> {
                 })
             }
             RecordKind::ThreadEnd => {
-                let state = self.state(thread);
-                state.frames = Vec::new();
-                state.depth = 0;
-                state.ended = true;
-                let id = state.id;
-                self.symbols.thread_ended(thread);
+                let id = self.end_thread(thread);
                 self.trigger_left(thread, 0, r.ticks);
                 match id {
                     Some(id) => self.emit(Event::ThreadEnd {
