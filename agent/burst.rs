@@ -183,6 +183,7 @@ impl Profiler {
         if !to_file && !to_plugin {
             return Err("output=plugin and no user trace library is started (plugin= or InstrumentVMSupport.tracingStartup)".into());
         }
+        let instrumented = crate::capture::bci::instrument_now();
         if to_file {
             // What threads stored between bursts (virtual threads' mounts and ends) goes
             // before the burst's beginning.
@@ -207,8 +208,16 @@ impl Profiler {
         state.opened = Some(Instant::now());
 
         state.count += 1;
-        log::info(&format!("burst {} begun", state.count));
-        Ok(format!("burst {} begun", state.count))
+        let mut text = format!("burst {} begun", state.count);
+        if let Some((classes, took)) = instrumented {
+            text.push_str(&format!(
+                " ({} classes instrumented first, in {} ms)",
+                classes,
+                took.as_millis()
+            ));
+        }
+        log::info(&text);
+        Ok(text)
     }
 
     /// Arms a burst (the visualizer's): it begins when one of `triggers` fires, with `flags`
@@ -229,6 +238,7 @@ impl Profiler {
         if !self.options.writes_file() {
             return Err("triggers begin bursts of the trace: output=plugin writes none".into());
         }
+        crate::capture::bci::instrument_now();
         let (generation, matched) = trigger::arm(&triggers, |each| self.registry.each_method(each));
         self.entries_for_triggers(jvmti, true);
         let names: Vec<String> = triggers

@@ -604,8 +604,9 @@ impl Profiler {
         if self.uses_hook() {
             events.push(jvmti::EVENT_VM_START);
         }
-        // capture=bci instruments from the start; concurrency hooks alone from VM init.
-        if self.uses_bci() {
+        // capture=bci instruments from the start (unless at the first burst); concurrency
+        // hooks alone from VM init.
+        if self.rewrites_at_load() {
             events.push(jvmti::EVENT_CLASS_FILE_LOAD_HOOK);
         }
         for event in events {
@@ -665,6 +666,12 @@ impl Profiler {
         self.options.capture == Capture::Bci && self.options.traces_methods()
     }
 
+    /// Whether capture=bci rewrites classes as they load from start-up (`instrument=load`),
+    /// not from the first burst on.
+    pub fn rewrites_at_load(&self) -> bool {
+        self.uses_bci() && !self.options.instruments_lazily()
+    }
+
     /// Whether classes are rewritten as they load: capture=bci, or monitors=on (the call sites
     /// of notify, start, join and sleep).
     pub fn uses_hook(&self) -> bool {
@@ -716,7 +723,7 @@ impl Profiler {
                 ""
             }
         ));
-        if self.uses_hook() && !self.uses_bci() {
+        if self.options.monitors && !self.rewrites_at_load() {
             // Concurrency call sites only: hooked from here on. Enabled at load, the hook made
             // HotSpot fetch the class file of every class its CDS archive maps (h2 1.11x of no
             // agent against 1.04x), for the few start-up classes that call notify.
@@ -730,14 +737,14 @@ impl Profiler {
         if self.uses_hook() {
             match capture::bci::initialize_trampoline(jni) {
                 Ok(()) => {
-                    if self.uses_bci() {
+                    if self.rewrites_at_load() {
                         capture::bci::retransform_loaded(self, jvmti, jni);
                     }
                     // Unless capture=bci retransformed it already (include= or exclude= may
                     // leave it out).
                     let thread = "java/lang/Thread";
                     if self.options.monitors
-                        && !(self.uses_bci() && capture::bci::instruments(self, thread))
+                        && !(self.rewrites_at_load() && capture::bci::instruments(self, thread))
                     {
                         capture::sync::hook_thread_class(jvmti, jni);
                     }

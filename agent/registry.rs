@@ -184,6 +184,13 @@ impl Registry {
         self.pending.lock().insert((loader, name), keys);
     }
 
+    /// Whether a class's keys wait for it to be prepared.
+    pub fn is_pending(&self, loader: i64, name: &str) -> bool {
+        self.pending
+            .lock()
+            .contains_key(&(loader, name.to_string()))
+    }
+
     pub fn take_pending(&self, loader: i64, name: &str) -> Option<BciKeys> {
         self.pending.lock().remove(&(loader, name.to_string()))
     }

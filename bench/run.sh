@@ -167,9 +167,12 @@ once() { # command... -> wall seconds of one run (dirty pages of earlier runs sy
     rm -f "$work"/app.trc
     echo "$e - $s" | bc -l
 }
-# The programs' columns after "no agent", as agent options. The paused one is the
-# instrumentation alone (every class rewritten, no burst): what recording starts from.
-app_setups=(capture=events capture=bci capture=bci,start=paused,control=off)
+# The programs' columns after "no agent", as agent options. The paused ones: a JVM started
+# paused that never opens a burst, its classes as they are until the first burst
+# (instrument=auto), and every class rewritten as it loads (instrument=load).
+app_setups=(capture=events capture=bci capture=bci,start=paused,control=off
+    capture=bci,start=paused,instrument=load,control=off)
+floor_column=1
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
@@ -188,6 +191,10 @@ app() { # name command... (the java command's arguments after the agent slot)
         t=$(printf '%s' "${times[i + 1]}" | median)
         row+=$(printf ' %8.2f s (%4sx)' "$t" "$(ratio "$t" "$plain")")
     done
+    if [ "$floor_column" = 0 ]; then
+        echo "$row"
+        return
+    fi
     # The floor bound: the program's traced calls (counted in one more bci trace) each at
     # CallBench's floor, added to its untraced time. No JNI-trampoline tracer gets under it;
     # interpreted calls cost more than CallBench's compiled ones, so it is low.
@@ -200,18 +207,13 @@ app() { # name command... (the java command's arguments after the agent slot)
     echo "$row"
 }
 
-echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
-printf '%-34s %10s %18s %18s %18s %15s\n' program "no agent" "capture=events" "capture=bci" "bci, paused" "calls, floor"
-started=$(cpu_times)
 mkdir -p "$work/javac-out"
-app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
 cat > "$work/h2.sql" <<'SQL'
 CREATE TABLE item(id INT PRIMARY KEY, name VARCHAR(40), price INT);
 INSERT INTO item SELECT X, 'item-' || X, MOD(X * 37, 1000) FROM SYSTEM_RANGE(1, 20000);
 CREATE INDEX item_price ON item(price);
 SELECT COUNT(*), SUM(price) FROM item WHERE price < 500;
 SQL
-[ -f "$jar" ] && app "h2, 20,000-row script" -cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql"
 xalan=/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar
 if [ -f /usr/share/java/xalan2.jar ]; then
     {
@@ -226,13 +228,41 @@ if [ -f /usr/share/java/xalan2.jar ]; then
   <xsl:template match="/"><xsl:for-each select="orders/order"><xsl:sort select="@id" data-type="number" order="descending"/><xsl:value-of select="@id"/>: <xsl:value-of select="sum(item/@qty)"/><xsl:text>&#10;</xsl:text></xsl:for-each></xsl:template>
 </xsl:stylesheet>
 XSL
-    app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
 fi
-echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x"
+programs() { # one row per program, through app
+    app "javac, one small file" -m jdk.compiler/com.sun.tools.javac.Main --release 8 -d "$work/javac-out" examples/Demo.java
+    [ -f "$jar" ] && app "h2, 20,000-row script" -cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:b -script "$work/h2.sql"
+    [ -f /usr/share/java/xalan2.jar ] &&
+        app "xalan, 2,000-order transform" -cp "$xalan" org.apache.xalan.xslt.Process -IN "$work/in.xml" -XSL "$work/t.xsl"
+    return 0
+}
+echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
+printf '%-34s %10s %18s %18s %18s %18s %15s\n' program "no agent" "capture=events" "capture=bci" "bci, paused" "paused, at load" "calls, floor"
+started=$(cpu_times)
+programs
+echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x; paused <= 1.10x"
 echo "calls, floor: the traced calls of one bci run, and the ratio they would give at CallBench's"
 echo "  floor ($(printf '%.1f' "$floor_call") ns/call) with nothing else added: the least any JNI-trampoline tracer reaches here"
+echo "bci, paused: no burst, classes as they are until the first (instrument=auto); paused, at"
+echo "  load: every class rewritten as it loads (instrument=load)"
 stolen_since "$started"
 echo
+
+if [ -x "$JDK25/bin/java" ]; then
+    # What a paused agent costs on JDK 25, where issue 30 sets its target.
+    echo "== paused, on JDK 25: the same programs, no burst, median of $rounds interleaved runs"
+    printf '%-34s %10s %18s %18s\n' program "no agent" "bci, paused" "paused, at load"
+    started=$(cpu_times)
+    (
+        java=$JDK25/bin/java
+        app_setups=(capture=bci,start=paused,control=off capture=bci,start=paused,instrument=load,control=off)
+        floor_column=0
+        programs
+    )
+    echo "target: paused <= 1.10x"
+    stolen_since "$started"
+    echo
+fi
 
 if [ "${EXPORTS:-1}" = 1 ]; then
     # Reading a trace back (issue 28): javac's bci trace through every reader and export.
@@ -392,7 +422,7 @@ echo "== Tomcat: a static page served to wrk (2 threads, 8 connections); paused 
 echo "   format=orca recording its concurrency events from start-up"
 tomcat_rounds=${TOMCAT_ROUNDS:-3}
 echo "   requests/s over 10 s after 10 s of warm-up, median of $tomcat_rounds interleaved rounds"
-tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,inline=off" "format=orca")
+tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,instrument=load" "format=orca")
 # format=orca's target on JDK 25 too (JDK 17 answers GetObjectMonitorUsage at a safepoint).
 if [ -x "$JDK25/bin/java" ]; then
     tomcat_setups+=("jdk25:" "jdk25:format=orca")
@@ -420,4 +450,43 @@ for i in "${!tomcat_setups[@]}"; do
     printf '%-46s %10.0f req/s %6.2fx\n' "$name" "$v" "$(echo "$v / $base" | bc -l)"
 done
 echo "targets: paused >= 0.98x; format=orca >= 0.95x; its last log: $(cut -d: -f2- "$work/tomcat-orca-check.txt" 2>/dev/null)"
+stolen_since "$started"
+
+# The first burst of a paused Tomcat (instrument=auto) retransforms every class loaded by then.
+tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and its wall time
+    local base=$work/tomcat port=18089 pid sock=$work/tomcat.sock s e answer w=""
+    tomcat_base "$base" "$port" setenv
+    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$1 JLIVE_LIB=$lib \
+        JLIVE_OPTIONS="start=paused,capture=bci,control=$sock,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break
+        sleep 0.2
+    done
+    wrk -t2 -c8 -d5s "http://127.0.0.1:$port/index.html" >/dev/null
+    if [ "$2" = loaded ]; then
+        wrk -t2 -c8 -d6s "http://127.0.0.1:$port/index.html" >/dev/null &
+        w=$!
+        sleep 2
+    else
+        sleep 1
+    fi
+    s=$(date +%s.%N)
+    answer=$(target/release/jlive ctl --socket "$sock" start 2>&1 || true)
+    e=$(date +%s.%N)
+    [ -z "$w" ] || wait "$w"
+    target/release/jlive ctl --socket "$sock" stop >/dev/null 2>&1 || true
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    printf '%s; jlive ctl start returned after %.2f s\n' "$answer" "$(echo "$e - $s" | bc -l)"
+}
+echo
+echo "== Tomcat's first burst, paused: every class loaded so far instrumented before it records"
+started=$(cpu_times)
+for home in "$JAVA_HOME" ${JDK25:+$([ -x "$JDK25/bin/java" ] && echo "$JDK25")}; do
+    for load in idle loaded; do
+        printf '%-10s %-7s %s\n' "$(basename "$home" | cut -d- -f1-2)" "$load" "$(tomcat_first_burst "$home" "$load")"
+    done
+done
+echo "target: under a second (loaded: wrk keeps both cores busy meanwhile)"
 stolen_since "$started"

@@ -1,7 +1,8 @@
 //! How instrumented code meets HotSpot's JIT. Under capture=bci with `inline=off` (the default
 //! when a burst opens at start-up) every instrumented method is padded past FreqInlineSize, so
 //! that neither C1 nor C2 inlines it (a compilation that inlines a hundred instrumented methods
-//! spends up to a second in register allocation); a JVM started paused leaves methods short.
+//! spends up to a second in register allocation); a JVM started paused leaves methods short
+//! when it instruments them (at the first burst, or as they load with `instrument=load`).
 //! HotSpot's own -XX:+PrintInlining is the witness. Calls to intrinsic candidates that C2
 //! replaces with its own code go unrecorded unless the intrinsic is switched off: counted.
 //!
@@ -16,7 +17,8 @@ use common::*;
 use jlive_writer::read::Trace;
 use std::process::Command;
 
-/// What a paused run of `Hot` under `options` shows.
+/// What a paused run of `Hot` under `options` shows, its classes instrumented as they load
+/// (`instrument=load`; by default a paused JVM runs them as they are until the first burst).
 struct Inlining {
     /// The PrintInlining lines about `Hot.step` called from `Hot.loop`.
     step: Vec<String>,
@@ -39,7 +41,7 @@ fn inlining_of_step(jdk: &Jdk, options: &str) -> Inlining {
         "-XX:-BackgroundCompilation",
     ])
     .arg(format!(
-        "-agentpath:{}=capture=bci,start=paused,control=off,file={},log={}{}",
+        "-agentpath:{}=capture=bci,start=paused,instrument=load,control=off,file={},log={}{}",
         agent().display(),
         dir.join("t.trc").display(),
         dir.join("jlive.log").display(),
