@@ -147,9 +147,21 @@ impl Profiler {
         live: bool,
         scope: BurstScope,
     ) -> Result<String, String> {
+        self.may_open(&self.bursts.lock(), live)?;
+        // Outside the lock: the first burst may instrument for a second.
+        let instrumented = crate::capture::bci::instrument_now();
         let mut state = self.bursts.lock();
         self.may_open(&state, live)?;
-        self.open_locked(&mut state, jvmti, label, flags, scope)
+        let text = self.open_locked(&mut state, jvmti, label, flags, scope)?;
+        Ok(match instrumented {
+            Some((classes, took)) => format!(
+                "{} ({} classes instrumented first, in {} ms)",
+                text,
+                classes,
+                took.as_millis()
+            ),
+            None => text,
+        })
     }
 
     /// Why a burst cannot begin now, if it cannot.
@@ -183,7 +195,6 @@ impl Profiler {
         if !to_file && !to_plugin {
             return Err("output=plugin and no user trace library is started (plugin= or InstrumentVMSupport.tracingStartup)".into());
         }
-        let instrumented = crate::capture::bci::instrument_now();
         if to_file {
             // What threads stored between bursts (virtual threads' mounts and ends) goes
             // before the burst's beginning.
@@ -208,16 +219,8 @@ impl Profiler {
         state.opened = Some(Instant::now());
 
         state.count += 1;
-        let mut text = format!("burst {} begun", state.count);
-        if let Some((classes, took)) = instrumented {
-            text.push_str(&format!(
-                " ({} classes instrumented first, in {} ms)",
-                classes,
-                took.as_millis()
-            ));
-        }
-        log::info(&text);
-        Ok(text)
+        log::info(&format!("burst {} begun", state.count));
+        Ok(format!("burst {} begun", state.count))
     }
 
     /// Arms a burst (the visualizer's): it begins when one of `triggers` fires, with `flags`
@@ -230,15 +233,17 @@ impl Profiler {
         scope: BurstScope,
         end_on_exit: bool,
     ) -> Result<String, String> {
-        let mut state = self.bursts.lock();
-        self.may_open(&state, true)?;
         if flags.methods == Methods::Off {
             return Err("triggers need method entries: methods=off".into());
         }
         if !self.options.writes_file() {
             return Err("triggers begin bursts of the trace: output=plugin writes none".into());
         }
+        self.may_open(&self.bursts.lock(), true)?;
+        // Outside the lock, as for a burst: the triggers' methods must carry their keys.
         crate::capture::bci::instrument_now();
+        let mut state = self.bursts.lock();
+        self.may_open(&state, true)?;
         let (generation, matched) = trigger::arm(&triggers, |each| self.registry.each_method(each));
         self.entries_for_triggers(jvmti, true);
         let names: Vec<String> = triggers

@@ -331,7 +331,11 @@ impl Timers {
         if self.begin_at.is_some_and(|t| t <= now) {
             self.begin_at = None;
             match p.begin_burst(jvmti, Some("timed"), None) {
-                Ok(_) => self.end_at = self.duration.map(|d| now + d),
+                // From its opening: the first burst may have instrumented classes before.
+                Ok(_) => {
+                    let opened = p.bursts.lock().opened().unwrap_or(now);
+                    self.end_at = self.duration.map(|d| opened + d);
+                }
                 Err(e) => log::info(&format!("timed burst not begun: {}", e)),
             }
         }

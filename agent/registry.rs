@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// The method keys the rewriter gave a class: `base + i` is the class file's method `i`.
+#[derive(Clone)]
 pub struct BciKeys {
     pub base: u32,
     pub methods: u32,
@@ -189,6 +190,14 @@ impl Registry {
         self.pending
             .lock()
             .contains_key(&(loader, name.to_string()))
+    }
+
+    /// A class's keys waiting for it to be prepared, left in place.
+    pub fn pending(&self, loader: i64, name: &str) -> Option<BciKeys> {
+        self.pending
+            .lock()
+            .get(&(loader, name.to_string()))
+            .cloned()
     }
 
     pub fn take_pending(&self, loader: i64, name: &str) -> Option<BciKeys> {

@@ -49,6 +49,9 @@ static READY: AtomicBool = AtomicBool::new(false);
 /// `instrument=burst`: the first burst has rewritten the classes loaded before it, and the hook
 /// rewrites every class loaded since.
 static REWRITING: AtomicBool = AtomicBool::new(false);
+/// `instrument=burst`: whether the first burst's retransformation is done; held while it runs,
+/// so that a burst opened meanwhile waits for it.
+static INSTRUMENTED: parking_lot::Mutex<bool> = parking_lot::Mutex::new(false);
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 
 /// What the open burst records (the JVMTI events are simply switched under capture=events).
@@ -634,8 +637,11 @@ pub fn link_prepared(
     let loader = jvmti
         .class_loader(class)
         .map_or(0, |l| loader_identity(jvmti, l));
-    if let Some(keys) = p.registry.take_pending(loader, &name) {
+    // Linked before the pending entry goes: a retransformation that looks for either
+    // (`to_retransform`) always finds one.
+    if let Some(keys) = p.registry.pending(loader, &name) {
         p.registry.link_bci(&keys, key);
+        p.registry.take_pending(loader, &name);
     }
 }
 
@@ -645,35 +651,44 @@ fn rewrites_now(p: &Profiler) -> bool {
 }
 
 /// `instrument=burst`: the first burst (or armed trigger) rewrites every class loaded so far,
-/// on the thread that begins it and before its gate opens, and the hook every class loaded
-/// from then on; it answers how many classes and how long that took. Later calls, and every
-/// call under `instrument=load`, return None at once.
-pub fn instrument_now() -> Option<(usize, std::time::Duration)> {
+/// on the thread that opens it and before it records, and the hook every class loaded from
+/// then on; it answers how many classes it instrumented and how long that took. Called before
+/// the bursts lock is taken (the Java API's `tracing()` and `status` need that lock meanwhile);
+/// a second caller waits until the first is done. Later calls, and every call under
+/// `instrument=load`, return None at once.
+pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
     let p = profiler::get()?;
     if !p.uses_bci() || p.rewrites_at_load() || !READY.load(Ordering::SeqCst) {
         return None;
     }
-    if REWRITING.swap(true, Ordering::SeqCst) {
+    let mut done = INSTRUMENTED.lock();
+    if *done || p.closed.load(Ordering::SeqCst) {
         return None;
     }
     let started = std::time::Instant::now();
+    let before = p.bci.classes.load(Ordering::Relaxed);
     // monitors=on enabled it at VM init, for the concurrency call sites.
     if !p.options.monitors {
         if let Err(e) = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
             log::warn(&format!(
-                "no ClassFileLoadHook ({}): classes loaded from now on are not traced",
+                "no ClassFileLoadHook ({}): capture=bci cannot instrument, the burst records no method",
                 e
             ));
+            return None;
         }
     }
-    let count = p.vm.with_env(|jni| {
+    p.vm.with_env(|jni| {
+        REWRITING.store(true, Ordering::SeqCst);
         let _frame = jni.local_frame(16);
-        retransform_loaded(p, p.jvmti, jni)
-    });
-    let took = started.elapsed();
-    let count = count.unwrap_or(0);
+        retransform_loaded(p, p.jvmti, jni);
+    })?;
+    *done = true;
+    let (count, took) = (
+        p.bci.classes.load(Ordering::Relaxed) - before,
+        started.elapsed(),
+    );
     log::info(&format!(
-        "instrumented at the first burst (instrument=burst): {} classes retransformed in {:?}",
+        "instrumented at the first burst (instrument=burst): {} classes in {:?}",
         count, took
     ));
     Some((count, took))
@@ -682,8 +697,7 @@ pub fn instrument_now() -> Option<(usize, std::time::Duration)> {
 /// VMInit (or attach): retransforms every loaded class the hook has not instrumented yet;
 /// then, once more, those that were loaded while it did so but whose hook ran before the
 /// trampolines were ready (an attached JVM keeps loading classes meanwhile).
-/// Answers how many it retransformed.
-pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) -> usize {
+pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     let (work, left) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
         to_retransform(p, jvmti, jni, loaded, true)
     });
@@ -720,12 +734,10 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) -> u
             left
         ));
     });
-    let mut count = work.as_slice().len();
     jni.release(work);
     let (more, _) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
         to_retransform(p, jvmti, jni, loaded, false)
     });
-    count += more.as_slice().len();
     if !more.as_slice().is_empty() {
         log::info(&format!(
             "retransformed {} more classes loaded while the first ones were",
@@ -734,7 +746,6 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) -> u
         retransform_chunks(jvmti, more.as_slice(), &AtomicUsize::new(0));
     }
     jni.release(more);
-    count
 }
 
 /// Of `loaded`, those to retransform (`count`: counting those with nothing to trace, which
@@ -763,18 +774,19 @@ fn to_retransform(
         if signature.starts_with('[') || excluded(&name) || !p.filter.traces(&name) {
             continue;
         }
-        if !jvmti.is_modifiable_class(class) || p.registry.is_linked(classes.key(class)) {
+        if !jvmti.is_modifiable_class(class) {
             continue;
         }
         // Rewritten as it loaded, meanwhile (the verifier of a retransformed class loads the
         // classes it checks against), and linked when it is prepared: as a retransformation
-        // would drop its native wrappers, HotSpot would refuse it.
+        // would drop its native wrappers, HotSpot would refuse it. Asked before whether it is
+        // linked: ClassPrepare links a class before its pending keys go.
         let loader = jvmti.class_loader(class).map_or(0, |l| {
             let identity = loader_identity(jvmti, l);
             jni.delete_local(l);
             identity
         });
-        if p.registry.is_pending(loader, &name) {
+        if p.registry.is_pending(loader, &name) || p.registry.is_linked(classes.key(class)) {
             continue;
         }
         // Retransforming a class redefines it even when the hook gives nothing back (HotSpot
@@ -800,24 +812,34 @@ fn to_retransform(
 const RETRANSFORM_CHUNK: usize = 256;
 
 /// Retransforms the chunks of `classes` that no other thread has taken (`next` counts them
-/// out) and answers how many it took; a chunk that fails is retried class by class, and the
-/// classes that still fail are logged.
+/// out) and answers how many it took.
 fn retransform_chunks(jvmti: Jvmti, classes: &[jclass], next: &AtomicUsize) -> usize {
     let mut taken = 0;
     while let Some(range) = take_chunk(classes.len(), next) {
         taken += 1;
-        let chunk = &classes[range];
-        if jvmti.retransform_classes(chunk).is_ok() {
-            continue;
-        }
-        for &class in chunk {
-            if let Err(e) = jvmti.retransform_classes(&[class]) {
-                let name = jvmti.class_signature(class).unwrap_or_default();
-                log::info(&format!("cannot retransform {}: {}", name, e));
-            }
-        }
+        retransform_halving(jvmti, &classes[range]);
     }
     taken
+}
+
+/// Retransforms `classes` in one call; if that fails, each half again, down to the classes
+/// that fail alone, which are logged. Each call is a safepoint that walks every loaded class,
+/// so one bad class costs about twice the chunk's logarithm of calls, not one per class.
+fn retransform_halving(jvmti: Jvmti, classes: &[jclass]) {
+    if classes.is_empty() {
+        return;
+    }
+    let Err(e) = jvmti.retransform_classes(classes) else {
+        return;
+    };
+    if let [class] = classes {
+        let name = jvmti.class_signature(*class).unwrap_or_default();
+        log::info(&format!("cannot retransform {}: {}", name, e));
+        return;
+    }
+    let (first, second) = classes.split_at(classes.len() / 2);
+    retransform_halving(jvmti, first);
+    retransform_halving(jvmti, second);
 }
 
 /// The next [`RETRANSFORM_CHUNK`] of `len` items that no thread has taken (`next` counts the
