@@ -410,7 +410,7 @@ pub extern "C" fn class_prepare(
             jni,
             registry: &p.registry,
         };
-        let key = if p.options.registers_lazily() {
+        let key = if p.registers_lazily() {
             let _frame = jni.local_frame(8);
             classes.prepared_lazily(class)
         } else {

@@ -78,6 +78,18 @@ impl Classes<'_, '_> {
 
     /// VM init with lazy registration: registers java/lang/Object, java/lang/Thread and the
     /// loaded subclasses of Thread, and keeps Thread for [`Classes::prepared_lazily`].
+    /// Registers the prepared classes (and arrays) of `loaded`.
+    pub fn register_prepared(&self, loaded: &[jclass]) {
+        for &class in loaded {
+            let status = self.jvmti.class_status(class).unwrap_or(0);
+            if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
+                && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
+            {
+                self.key(class);
+            }
+        }
+    }
+
     pub fn register_threads(&self, loaded: &[jclass]) {
         let named = |wanted: &str| {
             loaded

@@ -13,7 +13,7 @@ use crate::ffi::jni::{Jni, Vm};
 use crate::ffi::jvmti::{self, cap, Capabilities, EventCallbacks, Jvmti};
 use crate::javaapi;
 use crate::log;
-use crate::options::{Capture, Clock, Gc, Methods, Options};
+use crate::options::{Capture, Clock, Gc, Methods, Options, Output};
 use crate::registry::Registry;
 use jlive_writer::filter::ClassFilter;
 use jlive_writer::format::{with_sink, FormatOptions, OpenSink, WithSink};
@@ -666,6 +666,20 @@ impl Profiler {
         self.options.capture == Capture::Bci && self.options.traces_methods()
     }
 
+    /// Whether classes are registered only when a record needs them (and Thread's subclasses
+    /// as they load, for the sleep hooks): an ORCA log alone ([`Options::registers_lazily`]),
+    /// or, until its first burst, a JVM that instruments then (`instrument=burst`): that
+    /// burst registers every loaded class before it retransforms them. Describing each class
+    /// as it is prepared cost h2's script 6-8% (bench/README.md, run 41).
+    pub fn registers_lazily(&self) -> bool {
+        self.options.registers_lazily()
+            || (self.uses_bci()
+                && !self.rewrites_at_load()
+                && self.options.plugin.is_none()
+                && self.options.output != Output::Plugin
+                && !capture::bci::rewriting())
+    }
+
     /// Whether capture=bci rewrites classes as they load from start-up (`instrument=load`),
     /// not from the first burst on.
     pub fn rewrites_at_load(&self) -> bool {
@@ -696,22 +710,18 @@ impl Profiler {
             jni,
             registry: &self.registry,
         };
+        let lazily = self.registers_lazily();
         crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
-            if self.options.registers_lazily() {
+            if lazily {
                 classes.register_threads(&loaded);
                 for &class in &loaded {
                     javaapi::bind_if_api(jvmti, jni, class);
                 }
                 return;
             }
-            for class in loaded {
-                let status = jvmti.class_status(class).unwrap_or(0);
-                if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
-                    && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
-                {
-                    classes.key(class);
-                    javaapi::bind_if_api(jvmti, jni, class);
-                }
+            classes.register_prepared(&loaded);
+            for &class in &loaded {
+                javaapi::bind_if_api(jvmti, jni, class);
             }
         });
         log::info(&format!(
@@ -719,6 +729,8 @@ impl Profiler {
             self.registry.class_count(),
             if self.options.registers_lazily() {
                 ": Object, Thread and its subclasses; others when a stack names them"
+            } else if lazily {
+                ": Object, Thread and its subclasses; others at the first burst"
             } else {
                 ""
             }

@@ -67,6 +67,7 @@ stolen_since() { # "steal total kib" as cpu_times printed it -> one line for the
         printf "host: %.1f%% of this part'"'"'s CPU time was stolen by other guests (/proc/stat); %d MB of freed memory reported back to the host (%s)\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0), (y[3] - x[3]) / 1024, (held != "" ? held : "free page reporting as the kernel has it") }'
 }
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
+ratio2() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
 callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench] -> ns/iter of one run
     local j=$1 n=$2 main=CallBench
@@ -189,7 +190,7 @@ app() { # name command... (the java command's arguments after the agent slot)
     row=$(printf '%-34s %8.2f s' "$name" "$plain")
     for i in "${!app_setups[@]}"; do
         t=$(printf '%s' "${times[i + 1]}" | median)
-        row+=$(printf ' %8.2f s (%4sx)' "$t" "$(ratio "$t" "$plain")")
+        row+=$(printf ' %8.2f s (%5sx)' "$t" "$(ratio2 "$t" "$plain")")
     done
     if [ "$floor_column" = 0 ]; then
         echo "$row"
@@ -237,7 +238,7 @@ programs() { # one row per program, through app
     return 0
 }
 echo "== real programs, every method traced, median of $rounds interleaved runs (wall time)"
-printf '%-34s %10s %18s %18s %18s %18s %15s\n' program "no agent" "capture=events" "capture=bci" "bci, paused" "paused, at load" "calls, floor"
+printf '%-34s %10s %19s %19s %19s %19s %15s\n' program "no agent" "capture=events" "capture=bci" "bci, paused" "paused, at load" "calls, floor"
 started=$(cpu_times)
 programs
 echo "targets: h2 with every method traced <= 3x; javac on one small file <= 1.5x; paused <= 1.10x"
@@ -251,7 +252,7 @@ echo
 if [ -x "$JDK25/bin/java" ]; then
     # What a paused agent costs on JDK 25, where issue 30 sets its target.
     echo "== paused, on JDK 25: the same programs, no burst, median of $rounds interleaved runs"
-    printf '%-34s %10s %18s %18s\n' program "no agent" "bci, paused" "paused, at load"
+    printf '%-34s %10s %19s %19s\n' program "no agent" "bci, paused" "paused, at load"
     started=$(cpu_times)
     (
         java=$JDK25/bin/java

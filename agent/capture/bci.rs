@@ -645,6 +645,12 @@ pub fn link_prepared(
     }
 }
 
+/// `instrument=burst`: whether the first burst has begun to instrument (classes are
+/// registered as they are prepared from then on).
+pub fn rewriting() -> bool {
+    REWRITING.load(Ordering::SeqCst)
+}
+
 /// Whether the hook rewrites classes for capture=bci now.
 fn rewrites_now(p: &Profiler) -> bool {
     p.rewrites_at_load() || (p.uses_bci() && REWRITING.load(Ordering::SeqCst))
@@ -678,8 +684,18 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
         }
     }
     p.vm.with_env(|jni| {
+        // From here on ClassPrepare registers each class; those prepared before are listed
+        // after it, and registered here.
         REWRITING.store(true, Ordering::SeqCst);
         let _frame = jni.local_frame(16);
+        let classes = Classes {
+            jvmti: p.jvmti,
+            jni,
+            registry: &p.registry,
+        };
+        crate::classes::with_loaded_classes(p.jvmti, jni, |loaded| {
+            classes.register_prepared(&loaded)
+        });
         retransform_loaded(p, p.jvmti, jni);
     })?;
     *done = true;
