@@ -76,20 +76,25 @@ impl Classes<'_, '_> {
         }
     }
 
-    /// VM init with lazy registration: registers java/lang/Object, java/lang/Thread and the
-    /// loaded subclasses of Thread, and keeps Thread for [`Classes::prepared_lazily`].
-    /// Registers the prepared classes (and arrays) of `loaded`.
+    /// The first burst of a JVM that registered lazily: registers the prepared classes (and
+    /// arrays) of `loaded`; a class registered before it was prepared (by a heap walk, say)
+    /// gets its methods now.
     pub fn register_prepared(&self, loaded: &[jclass]) {
         for &class in loaded {
             let status = self.jvmti.class_status(class).unwrap_or(0);
-            if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
-                && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
-            {
+            if status & jvmti::CLASS_STATUS_PRIMITIVE != 0 {
+                continue;
+            }
+            if status & jvmti::CLASS_STATUS_ARRAY != 0 {
                 self.key(class);
+            } else if status & jvmti::CLASS_STATUS_PREPARED != 0 {
+                self.prepared(class);
             }
         }
     }
 
+    /// VM init with lazy registration: registers java/lang/Object, java/lang/Thread and the
+    /// loaded subclasses of Thread, and keeps Thread for [`Classes::prepared_lazily`].
     pub fn register_threads(&self, loaded: &[jclass]) {
         let named = |wanted: &str| {
             loaded

@@ -669,7 +669,8 @@ impl Profiler {
     /// Whether classes are registered only when a record needs them (and Thread's subclasses
     /// as they load, for the sleep hooks): an ORCA log alone ([`Options::registers_lazily`]),
     /// or, until its first burst, a JVM that instruments then (`instrument=burst`): that
-    /// burst registers every loaded class before it retransforms them. Describing each class
+    /// burst registers every prepared class before it retransforms them (the others as they
+    /// are prepared). Describing each class
     /// as it is prepared cost h2's script 6-8% (bench/README.md, run 41).
     pub fn registers_lazily(&self) -> bool {
         self.options.registers_lazily()
@@ -719,9 +720,14 @@ impl Profiler {
                 }
                 return;
             }
-            classes.register_prepared(&loaded);
-            for &class in &loaded {
-                javaapi::bind_if_api(jvmti, jni, class);
+            for class in loaded {
+                let status = jvmti.class_status(class).unwrap_or(0);
+                if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
+                    && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
+                {
+                    classes.key(class);
+                    javaapi::bind_if_api(jvmti, jni, class);
+                }
             }
         });
         log::info(&format!(
