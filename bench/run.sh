@@ -47,6 +47,7 @@ done
 gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -Ijvmpi-shim/include \
     -o "$work/libjvmpi_counter.so" bench/jvmpi_counter.c
 gcc -O2 -o "$work/touch_memory" bench/touch_memory.c
+gcc -O2 -o "$work/tsc_limit" bench/tsc_limit.c
 
 # A fresh VM pays its host for each page on first write (touch_memory.c): paid here, once.
 echo "== the machine: $("$work/touch_memory" "${TOUCH:-80}")"
@@ -87,12 +88,13 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 # minutes on a shared VM) fall on every setup alike and the ratios of one run stay honest.
 declare -A cb
 started=$(cpu_times)
-setups=(none empty floor events jvmpi bci paused tptp bcinull tptpnull)
+setups=(none limit empty floor events jvmpi bci paused tptp bcinull tptpnull)
 [ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
 for _ in $(seq "$runs"); do
     for s in "${setups[@]}"; do
         case $s in
         none) v=$(callbench "$java" "$iterations") ;;
+        limit) v=$("$work/tsc_limit" "$iterations" | sed -n 's/ns_per_iteration=//p') ;;
         empty) v=$(callbench "$java" 1000000 -agentpath:"$work/libempty_agent.so") ;;
         floor) v=$(callbench "$java" "$iterations" -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench) ;;
         events) v=$(callbench "$java" 1000000 -agentpath:"$lib=capture=events,file=$work/cb.trc") ;;
@@ -116,6 +118,7 @@ printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
 row "no agent" "$none"
 row "JVMTI empty MethodEntry/Exit callbacks" "$empty"
+row "C loop: rdtsc + 16-byte store, no JVM (limit)" "$limit"
 row "JNI native + rdtsc + TLS store (the floor)" "$floor"
 row "jlive capture=events" "$events"
 row "JVMPI agent counting calls, through jvmpi=" "$jvmpi"
@@ -126,6 +129,7 @@ row "jlive capture=bci, to /dev/null" "$bcinull"
 row "jlive capture=bci, format=tptp, to /dev/null" "$tptpnull"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
 [ -n "$bci25" ] && row "JDK 25 jlive capture=bci" "$bci25"
+echo "bci / limit: $(ratio2 "$bci" "$limit")x (target <= 1.3x on JDK 25: $(ratio2 "${bci25:-$bci}" "$limit")x); floor / limit: $(ratio2 "$floor" "$limit")x"
 echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x; JVMPI counting agent / events: $(ratio "$jvmpi" "$events")x (target <= 1.0x)"
 echo "format=tptp / binary: $(ratio "$tptp" "$bci")x to a file, $(ratio "$tptpnull" "$bcinull")x to /dev/null (a TPTP call is 169 bytes, a JinsightLive one 44)"
 # What the floor allows on this machine: a JNI-trampoline tracer records each call with at
