@@ -418,7 +418,7 @@ pub extern "C" fn class_prepare(
         };
         crate::javaapi::bind_if_api(jvmti, jni, class);
         if let (Some(key), true) = (key, p.uses_bci()) {
-            crate::capture::bci::link_prepared(p, jvmti, class, key);
+            crate::capture::bci::link_prepared(p, jvmti, jni, class, key);
         }
     });
 }

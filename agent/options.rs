@@ -558,7 +558,12 @@ impl Options {
     /// as they load, for the sleep hooks): an ORCA log alone, with no user trace library,
     /// describes only the classes of its stack traces.
     pub fn registers_lazily(&self) -> bool {
-        !self.traces_methods() && self.plugin.is_none() && self.output != Output::Plugin
+        !self.traces_methods() && self.without_plugin()
+    }
+
+    /// Whether no user trace library takes the bursts (it may ask about any class).
+    pub fn without_plugin(&self) -> bool {
+        self.plugin.is_none() && self.output != Output::Plugin
     }
 
     /// Whether concurrency events name their objects by ID (every format but ORCA, which

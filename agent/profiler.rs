@@ -13,7 +13,7 @@ use crate::ffi::jni::{Jni, Vm};
 use crate::ffi::jvmti::{self, cap, Capabilities, EventCallbacks, Jvmti};
 use crate::javaapi;
 use crate::log;
-use crate::options::{Capture, Clock, Gc, Methods, Options, Output};
+use crate::options::{Capture, Clock, Gc, Methods, Options};
 use crate::registry::Registry;
 use jlive_writer::filter::ClassFilter;
 use jlive_writer::format::{with_sink, FormatOptions, OpenSink, WithSink};
@@ -676,8 +676,7 @@ impl Profiler {
         self.options.registers_lazily()
             || (self.uses_bci()
                 && !self.rewrites_at_load()
-                && self.options.plugin.is_none()
-                && self.options.output != Output::Plugin
+                && self.options.without_plugin()
                 && !capture::bci::rewriting())
     }
 

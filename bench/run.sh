@@ -405,16 +405,20 @@ if [ ! -x "$catalina" ] || ! command -v wrk >/dev/null; then
     exit 0
 fi
 . bench/tomcat-base.sh
+tomcat_up() { # BASE PORT JAVA_HOME JLIVE_OPTIONS: runs Tomcat (its pid in tomcat_pid) until it serves
+    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$1 JAVA_HOME=$3 JLIVE_LIB=$lib \
+        JLIVE_OPTIONS="$4" "$catalina" run >"$1/console.txt" 2>&1 &
+    tomcat_pid=$!
+    for _ in $(seq 300); do
+        curl -s -o /dev/null "http://127.0.0.1:$2/index.html" && break
+        sleep 0.2
+    done
+}
 tomcat_rps() { # JLIVE_OPTIONS or "" [JAVA_HOME] -> requests/s of wrk over 10 s, after 10 s of warm-up
     local base=$work/tomcat port=18089 pid rps home=${2:-$JAVA_HOME}
     tomcat_base "$base" "$port" "${1:+setenv}"
-    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$home JLIVE_LIB=$lib \
-        JLIVE_OPTIONS="$1,control=off,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
-    pid=$!
-    for _ in $(seq 300); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break
-        sleep 0.2
-    done
+    tomcat_up "$base" "$port" "$home" "$1,control=off,file=$base/logs/t.trc"
+    pid=$tomcat_pid
     wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" >/dev/null
     rps=$(wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" | awk '/Requests\/sec/ {print $2}')
     kill "$pid"
@@ -461,13 +465,8 @@ stolen_since "$started"
 tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and its wall time
     local base=$work/tomcat port=18089 pid sock=$work/tomcat.sock s e answer w=""
     tomcat_base "$base" "$port" setenv
-    CATALINA_HOME=/usr/share/tomcat10 CATALINA_BASE=$base JAVA_HOME=$1 JLIVE_LIB=$lib \
-        JLIVE_OPTIONS="start=paused,capture=bci,control=$sock,file=$base/logs/t.trc" "$catalina" run >"$base/console.txt" 2>&1 &
-    pid=$!
-    for _ in $(seq 300); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break
-        sleep 0.2
-    done
+    tomcat_up "$base" "$port" "$1" "start=paused,capture=bci,control=$sock,file=$base/logs/t.trc"
+    pid=$tomcat_pid
     wrk -t2 -c8 -d5s "http://127.0.0.1:$port/index.html" >/dev/null
     if [ "$2" = loaded ]; then
         wrk -t2 -c8 -d6s "http://127.0.0.1:$port/index.html" >/dev/null &

@@ -492,6 +492,15 @@ extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) 
     });
 }
 
+/// The identity of `class`'s loader ([`loader_identity`]; 0 = bootstrap).
+fn loader_of(jvmti: Jvmti, jni: Jni<'_>, class: jclass) -> i64 {
+    jvmti.class_loader(class).map_or(0, |l| {
+        let identity = loader_identity(jvmti, l);
+        jni.delete_local(l);
+        identity
+    })
+}
+
 /// The identity of a class loader: its tag, given one the first time (0 = bootstrap).
 fn loader_identity(jvmti: Jvmti, loader: jobject) -> i64 {
     if loader.is_null() {
@@ -627,6 +636,7 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option
 pub fn link_prepared(
     p: &Profiler,
     jvmti: Jvmti,
+    jni: Jni<'_>,
     class: jclass,
     key: jlive_writer::record::ClassKey,
 ) {
@@ -634,9 +644,7 @@ pub fn link_prepared(
         return;
     };
     let name = crate::classes::internal_name(&signature);
-    let loader = jvmti
-        .class_loader(class)
-        .map_or(0, |l| loader_identity(jvmti, l));
+    let loader = loader_of(jvmti, jni, class);
     // Linked before the pending entry goes: a retransformation that looks for either
     // (`to_retransform`) always finds one.
     if let Some(keys) = p.registry.pending(loader, &name) {
@@ -797,11 +805,7 @@ fn to_retransform(
         // classes it checks against), and linked when it is prepared: as a retransformation
         // would drop its native wrappers, HotSpot would refuse it. Asked before whether it is
         // linked: ClassPrepare links a class before its pending keys go.
-        let loader = jvmti.class_loader(class).map_or(0, |l| {
-            let identity = loader_identity(jvmti, l);
-            jni.delete_local(l);
-            identity
-        });
+        let loader = loader_of(jvmti, jni, class);
         if p.registry.is_pending(loader, &name) || p.registry.is_linked(classes.key(class)) {
             continue;
         }
