@@ -73,6 +73,9 @@ pub struct Options {
     /// `instrument=burst`: capture=bci rewrites classes when the first burst begins, not as
     /// they load; None (`auto`): [`Options::instruments_lazily`] decides.
     pub instrument_at_burst: Option<bool>,
+    /// `trampolines=jni`: instrumented methods call libjlive through JNI natives even where
+    /// the JDK has FFM critical downcalls (22 and later; `auto`).
+    pub jni_only: bool,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     /// None: STORE CLOCK for the 390 platforms, else the TSC ([`Options::clock`]).
@@ -129,6 +132,7 @@ impl Default for Options {
             objects: false,
             inline: None,
             instrument_at_burst: None,
+            jni_only: false,
             include: Vec::new(),
             exclude: Vec::new(),
             clock: None,
@@ -260,6 +264,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "instrument",
         "auto | load | burst",
         "capture=bci: when classes are rewritten (load: as they load; burst: all at the first burst, a JVM left paused runs untouched; auto: burst unless a burst opens at start-up)",
+    ),
+    (
+        "trampolines",
+        "auto | jni",
+        "capture=bci: how instrumented methods reach libjlive (auto: FFM critical downcalls on JDK 22 and later, no JNI transition, set up in ~70 ms when instrumenting begins; JNI natives before; jni: JNI natives everywhere)",
     ),
     (
         "include",
@@ -664,6 +673,13 @@ impl Options {
                     "load" => Some(false),
                     "burst" => Some(true),
                     _ => return Err(bad_value(key, value, "auto, load, burst")),
+                }
+            }
+            "trampolines" => {
+                self.jni_only = match value {
+                    "auto" => false,
+                    "jni" => true,
+                    _ => return Err(bad_value(key, value, "auto, jni")),
                 }
             }
             "include" => self.include = list(value),

@@ -755,6 +755,7 @@ impl Profiler {
             match capture::bci::initialize_trampoline(jni) {
                 Ok(()) => {
                     if self.rewrites_at_load() {
+                        capture::bci::prepare_critical(self, jni);
                         capture::bci::retransform_loaded(self, jvmti, jni);
                     }
                     // Unless capture=bci retransformed it already (include= or exclude= may

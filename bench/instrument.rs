@@ -41,6 +41,7 @@ fn main() {
             alloc: true,
             wrap_natives: true,
             inlinable: false,
+            critical: false,
         },
     ] {
         let mut passes: Vec<f64> = (0..4).map(|_| pass(&classes, weave)).collect();

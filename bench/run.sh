@@ -89,7 +89,7 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 declare -A cb
 started=$(cpu_times)
 setups=(none limit empty floor events jvmpi bci paused tptp bcinull tptpnull)
-[ -x "$JDK25/bin/java" ] && setups+=(jfr bci25)
+[ -x "$JDK25/bin/java" ] && setups+=(jfr bci25 bci25jni)
 for _ in $(seq "$runs"); do
     for s in "${setups[@]}"; do
         case $s in
@@ -106,6 +106,7 @@ for _ in $(seq "$runs"); do
         tptpnull) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,format=tptp,file=/dev/null") ;;
         jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
         bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
+        bci25jni) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,trampolines=jni,file=$work/cb.trc") ;;
         esac
         cb[$s]+="$v"$'\n'
     done
@@ -113,7 +114,7 @@ done
 for s in "${setups[@]}"; do
     declare "$s=$(printf '%s' "${cb[$s]}" | median)"
 done
-jfr=${jfr:-} bci25=${bci25:-}
+jfr=${jfr:-} bci25=${bci25:-} bci25jni=${bci25jni:-}
 printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
 row "no agent" "$none"
@@ -128,7 +129,8 @@ row "jlive capture=bci, format=tptp" "$tptp"
 row "jlive capture=bci, to /dev/null" "$bcinull"
 row "jlive capture=bci, format=tptp, to /dev/null" "$tptpnull"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
-[ -n "$bci25" ] && row "JDK 25 jlive capture=bci" "$bci25"
+[ -n "$bci25" ] && row "JDK 25 jlive capture=bci (FFM critical downcalls)" "$bci25"
+[ -n "$bci25jni" ] && row "JDK 25 jlive capture=bci, trampolines=jni" "$bci25jni"
 echo "bci / limit: $(ratio2 "$bci" "$limit")x (target <= 1.3x on JDK 25: $(ratio2 "${bci25:-$bci}" "$limit")x); floor / limit: $(ratio2 "$floor" "$limit")x"
 echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x; JVMPI counting agent / events: $(ratio "$jvmpi" "$events")x (target <= 1.0x)"
 echo "format=tptp / binary: $(ratio "$tptp" "$bci")x to a file, $(ratio "$tptpnull" "$bcinull")x to /dev/null (a TPTP call is 169 bytes, a JinsightLive one 44)"

@@ -53,6 +53,7 @@ fn weave(combination: u8) -> Weave {
         alloc: combination & 2 != 0,
         wrap_natives: combination & 4 != 0,
         inlinable: combination & 8 != 0,
+        critical: false,
     }
 }
 

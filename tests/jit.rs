@@ -9,7 +9,8 @@
 //! Each instrumented method reads `JliveTrampoline.gate` before it calls an entry or exit
 //! native, so a JVM that never opens a burst calls no trampoline native, and no trampoline is
 //! ever inlined (the natives cannot be; the Java trampolines of native-method wrappers and
-//! allocations are `@DontInline`).
+//! allocations are `@DontInline`) but the Java side of the FFM critical downcalls (JDK 22 and
+//! later), which is meant to be: inlined, it is a direct call of libjlive.
 
 mod common;
 
@@ -123,8 +124,11 @@ fn a_paused_jvm_calls_no_trampoline_native() {
             "{}: trampoline natives were called with no burst open",
             jdk.name
         );
+        let critical = ["::enterCritical ", "::exitCritical ", "::downcall "];
         assert!(
-            !run.trampolines.iter().any(|l| inlined(l)),
+            !run.trampolines
+                .iter()
+                .any(|l| inlined(l) && !critical.iter().any(|c| l.contains(c))),
             "{}: a trampoline was inlined: {:?}",
             jdk.name,
             run.trampolines
@@ -227,5 +231,60 @@ fn calls_to_an_intrinsic_are_exact_once_the_jit_is_told_not_to_replace_them() {
         assert_eq!(min(&trace), CALLS, "{}: bci with _min disabled", jdk.name);
         let (trace, _) = intrinsic_run(&jdk, "capture=events", &[]);
         assert_eq!(min(&trace), CALLS, "{}: capture=events", jdk.name);
+    }
+}
+
+/// On JDK 22 and later (25 here) instrumented methods reach libjlive through FFM critical
+/// downcalls: `JliveTrampoline.enterCritical`/`exitCritical`, which C2 inlines into Hot's
+/// compiled methods; on JDK 17, and with `trampolines=jni`, through the JNI natives. Either way
+/// the trace holds Hot's calls exactly: 200,000 of step and 20 of loop, entered and left.
+#[test]
+fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
+    for jdk in jdks() {
+        for extra in ["", ",trampolines=jni"] {
+            let dir = scratch("critical");
+            let (file, log) = (dir.join("t.trc"), dir.join("jlive.log"));
+            let mut c = Command::new(jdk.java());
+            c.args(["-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintInlining"])
+                .arg(format!(
+                    "-agentpath:{}=capture=bci,control=off,file={},log={}{}",
+                    agent().display(),
+                    file.display(),
+                    log.display(),
+                    extra
+                ))
+                .arg("-cp")
+                .arg(classes())
+                .arg("Hot");
+            let run = run(c);
+            assert_eq!(run.code, Some(0), "{}{}: {}", jdk.name, extra, run.stderr);
+            assert!(run.stdout.contains("sum = 200000"), "{}", run.stdout);
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            let critical = jdk.name != "jdk17" && extra.is_empty();
+            let said = if critical {
+                "trampolines: FFM critical downcalls"
+            } else {
+                "trampolines: JNI natives"
+            };
+            assert!(log.contains(said), "{}{}: {}", jdk.name, extra, log);
+            let inlined_critical = run.stdout.lines().any(|l| {
+                l.contains("java.lang.JliveTrampoline::enterCritical") && inlined(l.trim())
+            });
+            assert_eq!(
+                inlined_critical, critical,
+                "{}{}: enterCritical inlined into compiled code",
+                jdk.name, extra
+            );
+            let calls = calls(&read_trace(&file));
+            assert_eq!(
+                total(&calls, "Hot.step"),
+                (200_000, 200_000),
+                "{}{}",
+                jdk.name,
+                extra
+            );
+            assert_eq!(total(&calls, "Hot.loop"), (20, 20), "{}{}", jdk.name, extra);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }

@@ -53,6 +53,10 @@ static REWRITING: AtomicBool = AtomicBool::new(false);
 /// so that a burst opened meanwhile waits for it.
 static INSTRUMENTED: parking_lot::Mutex<bool> = parking_lot::Mutex::new(false);
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
+/// Classes instrumented from now on call `JliveTrampoline.enterCritical`/`exitCritical`, which
+/// reach [`critical_enter`] and [`critical_exit`] as FFM critical downcalls (JDK 22 and later;
+/// [`prepare_critical`]), instead of the JNI natives `enter0`/`exit0`.
+static CRITICAL: AtomicBool = AtomicBool::new(false);
 
 /// What the open burst records (the JVMTI events are simply switched under capture=events).
 /// Instrumented methods read its Java copy, `JliveTrampoline.gate`, and the Java trampolines of
@@ -114,10 +118,18 @@ impl BciStats {
 
 /// Classes never instrumented: jlive's own, and those the trampolines' callers need intact.
 fn excluded(name: &str) -> bool {
-    name == TRAMPOLINE
+    excluded_with(name, CRITICAL.load(Ordering::Relaxed))
+}
+
+/// [`excluded`], with the critical downcalls in use or not: their FFM adapter calls
+/// java/util/Objects on every call (JDK 25), so that class stays as it is then.
+fn excluded_with(name: &str, critical: bool) -> bool {
+    (critical && name == "java/util/Objects")
+        || name == TRAMPOLINE
         || name == "java/lang/Object"
         || name.starts_with("jlive/")
         || name.starts_with("java/lang/invoke/")
+        || name.starts_with("java/lang/foreign/")
         || name.starts_with("jdk/internal/")
         || name.starts_with("sun/invoke/")
 }
@@ -134,6 +146,82 @@ fn weave(p: &Profiler, first_load: bool) -> Weave {
         alloc: p.options.alloc || p.options.plugin.is_some(),
         wrap_natives: first_load && p.caps.has(cap::SET_NATIVE_METHOD_PREFIX),
         inlinable: p.options.inlinable(),
+        critical: CRITICAL.load(Ordering::Relaxed),
+    }
+}
+
+/// Before the hook begins to rewrite (VM init under `instrument=load`, the first burst under
+/// `instrument=burst`): unless `trampolines=jni`, has JliveTrampoline make its FFM critical
+/// downcalls, so that the classes instrumented from then on reach libjlive without the JNI
+/// transition (on an Intel Xeon a JNI call was most of a traced call: bench/README.md). JDKs
+/// before 22 have none, and keep the JNI natives. Making them loads some 400 classes of the
+/// FFM implementation (~70 ms), which is why a paused JVM waits for its first burst.
+pub fn prepare_critical(p: &Profiler, jni: Jni<'_>) {
+    if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) {
+        return;
+    }
+    if p.options.jni_only {
+        log::info("trampolines: JNI natives (trampolines=jni)");
+        return;
+    }
+    let Some(&class) = BOUND.get().and_then(|c| c.as_slice().first()) else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
+        log::info("trampolines: JNI natives (this JDK has no FFM critical downcalls)");
+        return;
+    }
+    match probe_critical(p, jni, class) {
+        Ok(()) => {
+            CRITICAL.store(true, Ordering::SeqCst);
+            log::info(&format!(
+                "trampolines: FFM critical downcalls (made in {:?})",
+                started.elapsed()
+            ));
+        }
+        Err(e) => log::info(&format!("trampolines: JNI natives ({})", e)),
+    }
+}
+
+/// While [`probe_critical`] runs: the instrumentable classes whose methods a downcall ran.
+static PROBED: parking_lot::Mutex<Option<Vec<String>>> = parking_lot::Mutex::new(None);
+
+/// Runs both downcalls with MethodEntry on for this thread (the FFM adapter is JDK code that
+/// changes between releases): Ok if every Java method they ran is one jlive never instruments
+/// with the downcalls in use, as an instrumented one would call them again, without end.
+fn probe_critical(p: &Profiler, jni: Jni<'_>, class: jclass) -> Result<(), String> {
+    if !p.caps.has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
+        return Err("no MethodEntry events to check the FFM downcalls with".into());
+    }
+    let thread = p
+        .jvmti
+        .current_thread()
+        .ok_or("no current thread to check the FFM downcalls on")?;
+    *PROBED.lock() = Some(Vec::new());
+    let on = p
+        .jvmti
+        .set_thread_event(jvmti::EVENT_METHOD_ENTRY, true, thread);
+    let ran = on.is_ok() && jni.call_static_boolean(class, c"probeCritical", c"()Z") == Some(true);
+    let _ = p
+        .jvmti
+        .set_thread_event(jvmti::EVENT_METHOD_ENTRY, false, thread);
+    let mut found = PROBED.lock().take().unwrap_or_default();
+    if let Err(e) = on {
+        return Err(format!("MethodEntry: {}", e));
+    }
+    if !ran {
+        return Err("the FFM downcalls did not answer as expected".into());
+    }
+    found.sort();
+    found.dedup();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the FFM downcall runs instrumented JDK code: {}",
+            found.join(", ")
+        ))
     }
 }
 
@@ -186,8 +274,9 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 10] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 11] = [
         (c"enter0", c"(I)V", enter as *mut c_void),
+        (c"criticalAddress", c"(I)J", critical_address as *mut c_void),
         (
             c"enterObject0",
             c"(Ljava/lang/Object;I)V",
@@ -335,8 +424,34 @@ pub extern "C" fn interpreted_only_entry(
     _env: *mut jvmti::jvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jvmti::jthread,
-    _method: jni_sys::jmethodID,
+    method: jni_sys::jmethodID,
 ) {
+    if PROBED.lock().is_some() {
+        guard(|| probed(method));
+    }
+}
+
+/// [`probe_critical`]: notes the class of a method a downcall ran if jlive would instrument it.
+#[cold]
+fn probed(method: jni_sys::jmethodID) {
+    let Some(p) = profiler::get() else {
+        return;
+    };
+    let Some(class) = p.jvmti.method_declaring_class(method) else {
+        return;
+    };
+    let Ok(signature) = p.jvmti.class_signature(class) else {
+        return;
+    };
+    let name = signature
+        .strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+        .unwrap_or(&signature);
+    if !excluded_with(name, true) && p.filter.traces(name) {
+        if let Some(found) = PROBED.lock().as_mut() {
+            found.push(name.to_string());
+        }
+    }
 }
 
 fn current_thread(p: &'static Profiler) -> bool {
@@ -404,6 +519,28 @@ fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
         return false;
     }
     b.try_append(&p.hub, Slot::compact(form, ticks, key as u32, arg))
+}
+
+/// `JliveTrampoline.criticalAddress`: the functions its critical downcalls call.
+extern "system" fn critical_address(_env: *mut JNIEnv, _class: jclass, which: jint) -> jlong {
+    match which {
+        0 => critical_enter as *const () as jlong,
+        1 => critical_exit as *const () as jlong,
+        _ => 0,
+    }
+}
+
+/// `JliveTrampoline.enterCritical`'s FFM critical downcall: the thread stays in the Java state
+/// meanwhile (no JNI transition), so nothing here may block, call the JVM or take long, which
+/// is what [`fast`] is. 1 when it recorded; 0 sends the Java side to `enter0`, the JNI native,
+/// for everything else.
+extern "C" fn critical_enter(key: jint) -> jint {
+    jint::from(fast(GATE_ENTRIES, FORM_ENTRY, key, NO_OBJECT))
+}
+
+/// `JliveTrampoline.exitCritical`'s downcall, as [`critical_enter`].
+extern "C" fn critical_exit(key: jint) -> jint {
+    jint::from(fast(GATE_EXITS, FORM_EXIT, key, 0))
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
@@ -692,6 +829,7 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
         }
     }
     p.vm.with_env(|jni| {
+        prepare_critical(p, jni);
         // From here on ClassPrepare registers each class; those prepared before are listed
         // after it, and registered here.
         REWRITING.store(true, Ordering::SeqCst);

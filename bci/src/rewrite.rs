@@ -70,6 +70,9 @@ pub struct Weave {
     pub wrap_natives: bool,
     /// Leave methods short enough for the JIT to inline (no padding; `inline=on`).
     pub inlinable: bool,
+    /// Call `enterCritical`/`exitCritical` (Java methods that reach the agent through FFM
+    /// critical downcalls, JDK 22 and later) instead of the natives `enter0`/`exit0`.
+    pub critical: bool,
 }
 
 /// HotSpot's FreqInlineSize (JDK 17 to 25, every 64-bit platform): neither compiler inlines a
@@ -124,6 +127,8 @@ struct Refs {
     /// The class's own Class constants (hash of the name, index), read once it is asked for
     /// a return type.
     classes: Option<Vec<(u64, u16)>>,
+    /// [`Weave::critical`]: entries and exits go through the critical downcalls.
+    critical: bool,
 }
 
 impl Refs {
@@ -137,6 +142,10 @@ impl Refs {
                 pool.add_method_ref(TRAMPOLINE, "syncEnterObject0", "(Ljava/lang/Object;I)V")
             }
             Ref::Exit0 if self.sync => pool.add_method_ref(TRAMPOLINE, "syncExit0", "(I)V"),
+            Ref::Enter0 if self.critical => {
+                pool.add_method_ref(TRAMPOLINE, "enterCritical", "(I)V")
+            }
+            Ref::Exit0 if self.critical => pool.add_method_ref(TRAMPOLINE, "exitCritical", "(I)V"),
             Ref::Gate if self.sync => pool.add_field_ref(TRAMPOLINE, "syncGate", "I"),
             Ref::Enter => pool.add_method_ref(TRAMPOLINE, "enter", "(I)V"),
             Ref::EnterObject => {
@@ -262,7 +271,10 @@ pub fn instrument_with(
         return err("no method keys left");
     };
     let name = cf.name()?.into_owned();
-    let mut refs = Refs::default();
+    let mut refs = Refs {
+        critical: weave.critical,
+        ..Refs::default()
+    };
     let mut scratch = Scratch::default();
     // Class files before version 50 have no stack maps.
     let stack_maps = cf.major >= 50;

@@ -78,7 +78,8 @@ impl<'cb> Jni<'cb> {
         (!m.is_null()).then_some(m)
     }
 
-    fn clear_exception(&self) {
+    /// Clears a pending exception; true if there was one.
+    fn clear_exception(&self) -> bool {
         // SAFETY: env is valid; ExceptionCheck/Clear have no preconditions.
         unsafe {
             if let (Some(check), Some(clear)) =
@@ -86,9 +87,11 @@ impl<'cb> Jni<'cb> {
             {
                 if check(self.env) != 0 {
                     clear(self.env);
+                    return true;
                 }
             }
         }
+        false
     }
 
     /// Binds native methods: (name, signature, function) each.
@@ -152,6 +155,27 @@ impl<'cb> Jni<'cb> {
             let m = get(self.env, c, method.as_ptr(), sig.as_ptr());
             self.clear_exception();
             !m.is_null()
+        }
+    }
+
+    /// Calls a static method of `class` that takes nothing and returns a boolean; None if it
+    /// cannot be found or throws (the exception is cleared).
+    pub fn call_static_boolean(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<bool> {
+        // SAFETY: names are NUL-terminated; class is a live reference; the method takes no
+        // arguments, so a null argument array is never read.
+        unsafe {
+            let method =
+                ((**self.env).GetStaticMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr());
+            self.clear_exception();
+            if method.is_null() {
+                return None;
+            }
+            let r =
+                ((**self.env).CallStaticBooleanMethodA?)(self.env, class, method, std::ptr::null());
+            if self.clear_exception() {
+                return None;
+            }
+            Some(r != 0)
         }
     }
 

@@ -1,7 +1,10 @@
 package java.lang;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.reflect.Array;
 import jdk.internal.misc.Unsafe;
 import jdk.internal.vm.annotation.DontInline;
+import jdk.internal.vm.annotation.Stable;
 
 /**
  * jlive's bytecode-instrumentation trampolines. libjlive.so defines this class in the
@@ -106,6 +109,109 @@ public final class JliveTrampoline {
     }
 
     public static native void enter0(int key);
+
+    /**
+     * On JDK 22 and later: libjlive's entry and exit functions as FFM critical downcalls, which
+     * C2 calls without the JNI transition (libjlive's capture::bci::critical). Set once by
+     * {@link #critical}, before any method is instrumented to call {@link #enterCritical} and
+     * {@link #exitCritical}; {@code @Stable}, so that compiled callers hold them as constants.
+     */
+    @Stable
+    private static MethodHandle criticalEnter, criticalExit;
+
+    /**
+     * The entry of the method whose key is given, through the critical downcall: it records
+     * the common case and answers 1, else 0 (no buffer yet, a full one, a plug-in or a trigger)
+     * and the JNI native does the rest.
+     */
+    public static void enterCritical(int key) {
+        if (downcall(criticalEnter, key) == 0) {
+            enter0(key);
+        }
+    }
+
+    /** The exit of the method whose key is given, as {@link #enterCritical}. */
+    public static void exitCritical(int key) {
+        if (downcall(criticalExit, key) == 0) {
+            exit0(key);
+        }
+    }
+
+    /**
+     * The one call site of both downcalls, so that {@link #critical} links it (and has the
+     * handles customized) before any instrumented method calls it: linking runs JDK code that
+     * is itself instrumented (Objects.requireNonNull...), which would call it again, and again.
+     */
+    private static int downcall(MethodHandle h, int key) {
+        try {
+            return (int) h.invokeExact(key);
+        } catch (Throwable t) {
+            return 0;
+        }
+    }
+
+    /**
+     * Called by libjlive (JNI) once {@link #critical} has made the downcalls, with JVMTI's
+     * MethodEntry on for this thread: every Java method a downcall runs (the FFM adapter checks
+     * its target with Objects.requireNonNull on JDK 25) must be one that is never
+     * instrumented, or an instrumented method would call it again, and again.
+     */
+    private static boolean probeCritical() {
+        return downcall(criticalEnter, -1) == 0 && downcall(criticalExit, -1) == 0;
+    }
+
+    /** The address of libjlive's critical entry (0) or exit (1) function; 0 when not wanted. */
+    private static native long criticalAddress(int which);
+
+    /**
+     * Called by libjlive (JNI) once before it instruments: makes the critical downcalls, true
+     * if the JDK has them (JDK 22's java.lang.foreign, reached by reflection: this class is
+     * compiled for Java 8). As a class of java.base it may call the restricted downcallHandle
+     * without --enable-native-access.
+     */
+    private static boolean critical() {
+        if (criticalEnter != null) {
+            return true;
+        }
+        try {
+            long enter = criticalAddress(0), exit = criticalAddress(1);
+            if (enter == 0 || exit == 0) {
+                return false;
+            }
+            Class<?> linkerType = Class.forName("java.lang.foreign.Linker");
+            Class<?> option = Class.forName("java.lang.foreign.Linker$Option");
+            Class<?> descriptor = Class.forName("java.lang.foreign.FunctionDescriptor");
+            Class<?> layout = Class.forName("java.lang.foreign.MemoryLayout");
+            Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
+            Object linker = linkerType.getMethod("nativeLinker").invoke(null);
+            Object jint = Class.forName("java.lang.foreign.ValueLayout").getField("JAVA_INT").get(null);
+            Object arguments = Array.newInstance(layout, 1);
+            Array.set(arguments, 0, jint);
+            // (int) -> int
+            Object signature = descriptor.getMethod("of", layout, arguments.getClass())
+                    .invoke(null, jint, arguments);
+            Object options = Array.newInstance(option, 1);
+            Array.set(options, 0, option.getMethod("critical", boolean.class).invoke(null, false));
+            java.lang.reflect.Method ofAddress = segment.getMethod("ofAddress", long.class);
+            java.lang.reflect.Method downcall =
+                    linkerType.getMethod("downcallHandle", segment, descriptor, options.getClass());
+            MethodHandle e = (MethodHandle) downcall.invoke(linker, ofAddress.invoke(null, enter), signature, options);
+            MethodHandle x = (MethodHandle) downcall.invoke(linker, ofAddress.invoke(null, exit), signature, options);
+            // A negative key is never recorded: these calls prove that both downcalls link and
+            // return, and leave the call site linked and both handles customized (HotSpot does
+            // that after 127 calls of a handle) before instrumented methods call them.
+            for (int i = 0; i < 200; i++) {
+                if (downcall(e, -1) != 0 || downcall(x, -1) != 0) {
+                    return false;
+                }
+            }
+            criticalEnter = e;
+            criticalExit = x;
+            return true;
+        } catch (Throwable t) {
+            return false;
+        }
+    }
 
     public static native void enterObject0(Object receiver, int key);
 
