@@ -124,6 +124,7 @@ public final class JliveTrampoline {
      * the common case and answers 1, else 0 (no buffer yet, a full one, a plug-in or a trigger)
      * and the JNI native does the rest.
      */
+    @DontInline
     public static void enterCritical(int key) {
         if (downcall(criticalEnter, key) == 0) {
             enter0(key);
@@ -131,6 +132,7 @@ public final class JliveTrampoline {
     }
 
     /** The exit of the method whose key is given, as {@link #enterCritical}. */
+    @DontInline
     public static void exitCritical(int key) {
         if (downcall(criticalExit, key) == 0) {
             exit0(key);
