@@ -268,7 +268,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "trampolines",
         "auto | jni",
-        "capture=bci: how instrumented methods reach libjlive (auto: FFM critical downcalls on JDK 22 and later, no JNI transition, set up in ~70 ms when instrumenting begins; JNI natives before; jni: JNI natives everywhere)",
+        "capture=bci: how instrumented methods reach libjlive (auto: FFM critical downcalls on JDK 22 and later, no JNI transition, set up in 100-200 ms when instrumenting begins; JNI natives before; jni: JNI natives everywhere)",
     ),
     (
         "include",

@@ -267,13 +267,33 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
                 "trampolines: JNI natives"
             };
             assert!(log.contains(said), "{}{}: {}", jdk.name, extra, log);
-            let inlined_critical = run.stdout.lines().any(|l| {
-                l.contains("java.lang.JliveTrampoline::enterCritical") && inlined(l.trim())
-            });
+            // Compiled instrumented methods call enterCritical (@DontInline), or enter0 (the
+            // JDK classes loaded while the downcalls were being made call it too).
+            let lines = |what: &str| run.stdout.lines().filter(|l| l.contains(what)).count();
             assert_eq!(
-                inlined_critical, critical,
-                "{}{}: enterCritical inlined into compiled code",
-                jdk.name, extra
+                lines("java.lang.JliveTrampoline::enterCritical (") > 0,
+                critical,
+                "{}{}: compiled code calls enterCritical",
+                jdk.name,
+                extra
+            );
+            if !critical {
+                assert!(
+                    lines("java.lang.JliveTrampoline::enter0 (") > 0,
+                    "{}{}: compiled code calls no enter0",
+                    jdk.name,
+                    extra
+                );
+            }
+            // The downcalls record nearly everything themselves: the JNI natives get a
+            // thread's first record and what comes while its buffer is handed over.
+            let missed = number_before(&log, " critical downcalls left to JNI");
+            assert!(
+                missed < 4_000,
+                "{}{}: {} of 400,040 records left to JNI",
+                jdk.name,
+                extra,
+                missed
             );
             let calls = calls(&read_trace(&file));
             assert_eq!(

@@ -94,6 +94,9 @@ pub struct BciStats {
     /// Trampoline natives called while the gate was closed (a few can pass as a burst ends;
     /// tests/jit.rs requires none from a JVM that never opened a burst).
     pub past_closed_gate: AtomicU64,
+    /// Records the critical downcalls left to the JNI natives (a thread's first, a full
+    /// buffer...).
+    pub critical_missed: AtomicU64,
 }
 
 impl BciStats {
@@ -101,7 +104,7 @@ impl BciStats {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, whose calls from C2-compiled code may run HotSpot's own code, unrecorded); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, whose calls from C2-compiled code may run HotSpot's own code, unrecorded); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate; {} critical downcalls left to JNI",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
@@ -111,7 +114,8 @@ impl BciStats {
             self.skipped.load(Ordering::Relaxed),
             self.failed_classes.load(Ordering::Relaxed),
             self.nanos.load(Ordering::Relaxed) as f64 / 1000.0 / (classes + untouched).max(1) as f64,
-            self.past_closed_gate.load(Ordering::Relaxed)
+            self.past_closed_gate.load(Ordering::Relaxed),
+            self.critical_missed.load(Ordering::Relaxed)
         )
     }
 }
@@ -154,14 +158,20 @@ fn weave(p: &Profiler, first_load: bool) -> Weave {
 /// `instrument=burst`): unless `trampolines=jni`, has JliveTrampoline make its FFM critical
 /// downcalls, so that the classes instrumented from then on reach libjlive without the JNI
 /// transition (on an Intel Xeon a JNI call was most of a traced call: bench/README.md). JDKs
-/// before 22 have none, and keep the JNI natives. Making them loads some 400 classes of the
-/// FFM implementation (~70 ms), which is why a paused JVM waits for its first burst.
+/// before 22 have none, and keep the JNI natives. Making them loads some 350 classes of the
+/// FFM implementation (100-180 ms), which is why a paused JVM waits for its first burst.
 pub fn prepare_critical(p: &Profiler, jni: Jni<'_>) {
     if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) {
         return;
     }
     if p.options.jni_only {
         log::info("trampolines: JNI natives (trampolines=jni)");
+        return;
+    }
+    // The downcalls' fast path reads the TSC, and leaves a plug-in's records to the JNI
+    // natives: without the one or with the other, every call would pay both.
+    if clock::tsc().is_none() || p.options.plugin.is_some() {
+        log::info("trampolines: JNI natives (no TSC clock, or a user trace library)");
         return;
     }
     let Some(&class) = BOUND.get().and_then(|c| c.as_slice().first()) else {
@@ -184,8 +194,11 @@ pub fn prepare_critical(p: &Profiler, jni: Jni<'_>) {
     }
 }
 
-/// While [`probe_critical`] runs: the instrumentable classes whose methods a downcall ran.
-static PROBED: parking_lot::Mutex<Option<Vec<String>>> = parking_lot::Mutex::new(None);
+/// While [`probe_critical`] runs: its thread, and the instrumentable classes whose methods a
+/// downcall ran there.
+static PROBED: parking_lot::Mutex<Option<(std::thread::ThreadId, Vec<String>)>> =
+    parking_lot::Mutex::new(None);
+static PROBING: AtomicBool = AtomicBool::new(false);
 
 /// Runs both downcalls with MethodEntry on for this thread (the FFM adapter is JDK code that
 /// changes between releases): Ok if every Java method they ran is one jlive never instruments
@@ -198,7 +211,8 @@ fn probe_critical(p: &Profiler, jni: Jni<'_>, class: jclass) -> Result<(), Strin
         .jvmti
         .current_thread()
         .ok_or("no current thread to check the FFM downcalls on")?;
-    *PROBED.lock() = Some(Vec::new());
+    *PROBED.lock() = Some((std::thread::current().id(), Vec::new()));
+    PROBING.store(true, Ordering::SeqCst);
     let on = p
         .jvmti
         .set_thread_event(jvmti::EVENT_METHOD_ENTRY, true, thread);
@@ -206,7 +220,8 @@ fn probe_critical(p: &Profiler, jni: Jni<'_>, class: jclass) -> Result<(), Strin
     let _ = p
         .jvmti
         .set_thread_event(jvmti::EVENT_METHOD_ENTRY, false, thread);
-    let mut found = PROBED.lock().take().unwrap_or_default();
+    PROBING.store(false, Ordering::SeqCst);
+    let mut found = PROBED.lock().take().map(|(_, f)| f).unwrap_or_default();
     if let Err(e) = on {
         return Err(format!("MethodEntry: {}", e));
     }
@@ -274,8 +289,10 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 11] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 13] = [
         (c"enter0", c"(I)V", enter as *mut c_void),
+        (c"enterMissed0", c"(I)V", enter_missed as *mut c_void),
+        (c"exitMissed0", c"(I)V", exit_missed as *mut c_void),
         (c"criticalAddress", c"(I)J", critical_address as *mut c_void),
         (
             c"enterObject0",
@@ -426,7 +443,7 @@ pub extern "C" fn interpreted_only_entry(
     _thread: jvmti::jthread,
     method: jni_sys::jmethodID,
 ) {
-    if PROBED.lock().is_some() {
+    if PROBING.load(Ordering::Relaxed) {
         guard(|| probed(method));
     }
 }
@@ -448,7 +465,8 @@ fn probed(method: jni_sys::jmethodID) {
         .and_then(|s| s.strip_suffix(';'))
         .unwrap_or(&signature);
     if !excluded_with(name, true) && p.filter.traces(name) {
-        if let Some(found) = PROBED.lock().as_mut() {
+        let me = std::thread::current().id();
+        if let Some((_, found)) = PROBED.lock().as_mut().filter(|(t, _)| *t == me) {
             found.push(name.to_string());
         }
     }
@@ -541,6 +559,24 @@ extern "C" fn critical_enter(key: jint) -> jint {
 /// `JliveTrampoline.exitCritical`'s downcall, as [`critical_enter`].
 extern "C" fn critical_exit(key: jint) -> jint {
     jint::from(fast(GATE_EXITS, FORM_EXIT, key, 0))
+}
+
+/// `JliveTrampoline.enterMissed0`: an entry its critical downcall left to JNI, counted.
+extern "system" fn enter_missed(env: *mut JNIEnv, class: jclass, key: jint) {
+    count_missed();
+    enter(env, class, key);
+}
+
+/// `JliveTrampoline.exitMissed0`: an exit its critical downcall left to JNI, counted.
+extern "system" fn exit_missed(env: *mut JNIEnv, class: jclass, key: jint) {
+    count_missed();
+    exit(env, class, key);
+}
+
+fn count_missed() {
+    if let Some(p) = profiler::get() {
+        p.bci.critical_missed.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
@@ -677,11 +713,17 @@ pub fn class_file_load(
     } else {
         None
     };
-    if !rewrites_now(p) || excluded(name) || !p.filter.traces(name) {
+    // Read once: the exclusion of java/util/Objects and the calls woven in go together.
+    let critical = CRITICAL.load(Ordering::SeqCst);
+    if !rewrites_now(p) || excluded_with(name, critical) || !p.filter.traces(name) {
         return synced;
     }
     let bytes = synced.as_deref().unwrap_or(bytes);
-    let Some(out) = transform(p, name, bytes, redefined.is_null()) else {
+    let weave = Weave {
+        critical,
+        ..weave(p, redefined.is_null())
+    };
+    let Some(out) = transform(p, name, bytes, weave) else {
         return synced;
     };
     let keys = BciKeys {
@@ -717,10 +759,9 @@ struct Transformed {
 }
 
 /// Rewrites one class; None leaves it as it was (counted).
-fn transform(p: &Profiler, name: &str, bytes: &[u8], first_load: bool) -> Option<Transformed> {
+fn transform(p: &Profiler, name: &str, bytes: &[u8], weave: Weave) -> Option<Transformed> {
     let started = std::time::Instant::now();
-    let result =
-        rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave(p, first_load));
+    let result = rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave);
     p.bci
         .nanos
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -829,11 +870,11 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
         }
     }
     p.vm.with_env(|jni| {
+        let _frame = jni.local_frame(16);
         prepare_critical(p, jni);
         // From here on ClassPrepare registers each class; those prepared before are listed
         // after it, and registered here.
         REWRITING.store(true, Ordering::SeqCst);
-        let _frame = jni.local_frame(16);
         let classes = Classes {
             jvmti: p.jvmti,
             jni,
@@ -1090,6 +1131,22 @@ mod tests {
             "allocated",
         ] {
             assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+        // With the critical downcalls, entries and exits call their Java side only.
+        let critical = Weave {
+            critical: true,
+            ..Weave::default()
+        };
+        let names = strings(&instrument(&class, 0, critical).unwrap().bytes);
+        for used in ["gate", "enterCritical", "exitCritical"] {
+            assert!(names.iter().any(|n| n == used), "{} missing", used);
+        }
+        for unused in ["enter0", "exit0"] {
+            assert!(
+                !names.iter().any(|n| n == unused),
+                "{} still called",
+                unused
+            );
         }
     }
 

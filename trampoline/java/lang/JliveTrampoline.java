@@ -127,7 +127,7 @@ public final class JliveTrampoline {
     @DontInline
     public static void enterCritical(int key) {
         if (downcall(criticalEnter, key) == 0) {
-            enter0(key);
+            enterMissed0(key);
         }
     }
 
@@ -135,7 +135,7 @@ public final class JliveTrampoline {
     @DontInline
     public static void exitCritical(int key) {
         if (downcall(criticalExit, key) == 0) {
-            exit0(key);
+            exitMissed0(key);
         }
     }
 
@@ -145,6 +145,9 @@ public final class JliveTrampoline {
      * is itself instrumented (Objects.requireNonNull...), which would call it again, and again.
      */
     private static int downcall(MethodHandle h, int key) {
+        if (h == null) {
+            return 0;
+        }
         try {
             return (int) h.invokeExact(key);
         } catch (Throwable t) {
@@ -152,14 +155,21 @@ public final class JliveTrampoline {
         }
     }
 
+    /** {@link #enter0} after a downcall that answered 0, counted (libjlive's summary). */
+    private static native void enterMissed0(int key);
+
+    /** {@link #exit0} after a downcall that answered 0, counted. */
+    private static native void exitMissed0(int key);
+
     /**
      * Called by libjlive (JNI) once {@link #critical} has made the downcalls, with JVMTI's
      * MethodEntry on for this thread: every Java method a downcall runs (the FFM adapter checks
      * its target with Objects.requireNonNull on JDK 25) must be one that is never
      * instrumented, or an instrumented method would call it again, and again.
      */
-    private static boolean probeCritical() {
-        return downcall(criticalEnter, -1) == 0 && downcall(criticalExit, -1) == 0;
+    private static boolean probeCritical() throws Throwable {
+        return (int) criticalEnter.invokeExact(-1) == 0 && (int) criticalExit.invokeExact(-1) == 0
+                && downcall(criticalEnter, -1) == 0 && downcall(criticalExit, -1) == 0;
     }
 
     /** The address of libjlive's critical entry (0) or exit (1) function; 0 when not wanted. */
@@ -180,8 +190,10 @@ public final class JliveTrampoline {
             if (enter == 0 || exit == 0) {
                 return false;
             }
-            Class<?> linkerType = Class.forName("java.lang.foreign.Linker");
             Class<?> option = Class.forName("java.lang.foreign.Linker$Option");
+            // Before anything else of the FFM API: JDK 21's preview has no critical(boolean).
+            Object critical = option.getMethod("critical", boolean.class).invoke(null, false);
+            Class<?> linkerType = Class.forName("java.lang.foreign.Linker");
             Class<?> descriptor = Class.forName("java.lang.foreign.FunctionDescriptor");
             Class<?> layout = Class.forName("java.lang.foreign.MemoryLayout");
             Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
@@ -193,7 +205,7 @@ public final class JliveTrampoline {
             Object signature = descriptor.getMethod("of", layout, arguments.getClass())
                     .invoke(null, jint, arguments);
             Object options = Array.newInstance(option, 1);
-            Array.set(options, 0, option.getMethod("critical", boolean.class).invoke(null, false));
+            Array.set(options, 0, critical);
             java.lang.reflect.Method ofAddress = segment.getMethod("ofAddress", long.class);
             java.lang.reflect.Method downcall =
                     linkerType.getMethod("downcallHandle", segment, descriptor, options.getClass());
@@ -203,7 +215,8 @@ public final class JliveTrampoline {
             // return, and leave the call site linked and both handles customized (HotSpot does
             // that after 127 calls of a handle) before instrumented methods call them.
             for (int i = 0; i < 200; i++) {
-                if (downcall(e, -1) != 0 || downcall(x, -1) != 0) {
+                if ((int) e.invokeExact(-1) != 0 || (int) x.invokeExact(-1) != 0
+                        || downcall(e, -1) != 0 || downcall(x, -1) != 0) {
                     return false;
                 }
             }
