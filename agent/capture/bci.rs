@@ -143,14 +143,14 @@ pub fn instruments(p: &Profiler, name: &str) -> bool {
     !excluded(name) && p.filter.traces(name)
 }
 
-fn weave(p: &Profiler, first_load: bool) -> Weave {
+fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
     Weave {
         objects: p.options.objects,
         // A user trace library's bursts may ask for allocations (InsTrcTypeAllocOn).
         alloc: p.options.alloc || p.options.plugin.is_some(),
         wrap_natives: first_load && p.caps.has(cap::SET_NATIVE_METHOD_PREFIX),
         inlinable: p.options.inlinable(),
-        critical: CRITICAL.load(Ordering::Relaxed),
+        critical,
     }
 }
 
@@ -460,14 +460,11 @@ fn probed(method: jni_sys::jmethodID) {
     let Ok(signature) = p.jvmti.class_signature(class) else {
         return;
     };
-    let name = signature
-        .strip_prefix('L')
-        .and_then(|s| s.strip_suffix(';'))
-        .unwrap_or(&signature);
-    if !excluded_with(name, true) && p.filter.traces(name) {
+    let name = crate::classes::internal_name(&signature);
+    if !excluded_with(&name, true) && p.filter.traces(&name) {
         let me = std::thread::current().id();
         if let Some((_, found)) = PROBED.lock().as_mut().filter(|(t, _)| *t == me) {
-            found.push(name.to_string());
+            found.push(name);
         }
     }
 }
@@ -550,8 +547,8 @@ extern "system" fn critical_address(_env: *mut JNIEnv, _class: jclass, which: ji
 
 /// `JliveTrampoline.enterCritical`'s FFM critical downcall: the thread stays in the Java state
 /// meanwhile (no JNI transition), so nothing here may block, call the JVM or take long, which
-/// is what [`fast`] is. 1 when it recorded; 0 sends the Java side to `enter0`, the JNI native,
-/// for everything else.
+/// is what [`fast`] is. 1 when it recorded; 0 sends the Java side to `enterMissed0`, the JNI
+/// native, for everything else.
 extern "C" fn critical_enter(key: jint) -> jint {
     jint::from(fast(GATE_ENTRIES, FORM_ENTRY, key, NO_OBJECT))
 }
@@ -561,16 +558,17 @@ extern "C" fn critical_exit(key: jint) -> jint {
     jint::from(fast(GATE_EXITS, FORM_EXIT, key, 0))
 }
 
-/// `JliveTrampoline.enterMissed0`: an entry its critical downcall left to JNI, counted.
-extern "system" fn enter_missed(env: *mut JNIEnv, class: jclass, key: jint) {
+/// `JliveTrampoline.enterMissed0`: an entry its critical downcall left to JNI, counted; the
+/// fast path already declined it, so it goes the full way at once.
+extern "system" fn enter_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
     count_missed();
-    enter(env, class, key);
+    enter_slow(key);
 }
 
 /// `JliveTrampoline.exitMissed0`: an exit its critical downcall left to JNI, counted.
-extern "system" fn exit_missed(env: *mut JNIEnv, class: jclass, key: jint) {
+extern "system" fn exit_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
     count_missed();
-    exit(env, class, key);
+    exit_slow(key);
 }
 
 fn count_missed() {
@@ -719,11 +717,7 @@ pub fn class_file_load(
         return synced;
     }
     let bytes = synced.as_deref().unwrap_or(bytes);
-    let weave = Weave {
-        critical,
-        ..weave(p, redefined.is_null())
-    };
-    let Some(out) = transform(p, name, bytes, weave) else {
+    let Some(out) = transform(p, name, bytes, weave(p, redefined.is_null(), critical)) else {
         return synced;
     };
     let keys = BciKeys {

@@ -172,7 +172,7 @@ public final class JliveTrampoline {
                 && downcall(criticalEnter, -1) == 0 && downcall(criticalExit, -1) == 0;
     }
 
-    /** The address of libjlive's critical entry (0) or exit (1) function; 0 when not wanted. */
+    /** The address of libjlive's critical entry (0) or exit (1) function. */
     private static native long criticalAddress(int which);
 
     /**
@@ -187,9 +187,6 @@ public final class JliveTrampoline {
         }
         try {
             long enter = criticalAddress(0), exit = criticalAddress(1);
-            if (enter == 0 || exit == 0) {
-                return false;
-            }
             Class<?> option = Class.forName("java.lang.foreign.Linker$Option");
             // Before anything else of the FFM API: JDK 21's preview has no critical(boolean).
             Object critical = option.getMethod("critical", boolean.class).invoke(null, false);
