@@ -57,7 +57,16 @@ pub struct ThreadBuffer {
     mounted_at: AtomicUsize,
     /// Serialises the cold operations (retire, collect) of this buffer.
     cold: Mutex<()>,
+    /// capture=bci: the wrapped call of an intrinsic candidate under way on this thread (its
+    /// callee's key, or [`NO_CALL`]) and when it began. Every record stored ends it: the
+    /// callee's bytecode ran and recorded itself ([`ThreadBuffer::end_call`]). The owner's
+    /// alone.
+    call_key: AtomicU32,
+    call_ticks: AtomicU64,
 }
+
+/// No wrapped call under way.
+pub const NO_CALL: u32 = u32::MAX;
 
 // SAFETY: `records` is only touched by the owner while `busy` is set (and, but for the
 // records stored always, tracing is on), or by one collector (holding `cold`) after the
@@ -255,6 +264,8 @@ impl Hub {
             records: UnsafeCell::new(Vec::with_capacity(self.capacity)),
             mounted_at: AtomicUsize::new(0),
             cold: Mutex::new(()),
+            call_key: AtomicU32::new(NO_CALL),
+            call_ticks: AtomicU64::new(0),
         });
         self.buffers.lock().push(buffer.clone());
         let p = Arc::as_ptr(&buffer);
@@ -490,6 +501,7 @@ impl ThreadBuffer {
             &Record::new(kind, ticks, key, arg, extra),
             hub.batch_overhead(),
         );
+        self.call_key.store(NO_CALL, Ordering::Relaxed);
         if kind == RecordKind::Mount {
             self.mounted_at.store(records.len(), Ordering::Relaxed);
         }
@@ -520,7 +532,59 @@ impl ThreadBuffer {
             room
         };
         self.busy.store(false, Ordering::Release);
+        if stored {
+            self.call_key.store(NO_CALL, Ordering::Relaxed);
+        }
         stored
+    }
+
+    /// [`ThreadBuffer::try_append`] for two slots, both stored or neither.
+    #[inline(always)]
+    pub fn try_append_pair(&self, hub: &Hub, slots: [Slot; 2]) -> bool {
+        self.busy.store(true, Ordering::Relaxed);
+        owner_fence();
+        let clear = !self.paused.load(Ordering::Relaxed)
+            && self.quiet.load(Ordering::Relaxed) == 0
+            && hub.tracing.load(Ordering::Relaxed);
+        let stored = clear && {
+            // SAFETY: as in try_append.
+            let records = unsafe { &mut *self.records.get() };
+            let room = records.len() + 2 <= hub.capacity && records.len() + 2 <= records.capacity();
+            if room {
+                records.extend_from_slice(&slots);
+            }
+            room
+        };
+        self.busy.store(false, Ordering::Release);
+        if stored {
+            self.call_key.store(NO_CALL, Ordering::Relaxed);
+        }
+        stored
+    }
+
+    /// A wrapped call of the intrinsic candidate `key` begins at `ticks` (the owner only).
+    #[inline(always)]
+    pub fn begin_call(&self, key: u32, ticks: u64) {
+        self.call_ticks.store(ticks, Ordering::Relaxed);
+        self.call_key.store(key, Ordering::Relaxed);
+    }
+
+    /// Whether the wrapped call of `key` is under way with nothing recorded since it began.
+    #[inline(always)]
+    pub fn in_call(&self, key: u32) -> bool {
+        self.call_key.load(Ordering::Relaxed) == key
+    }
+
+    /// The wrapped call of `key` ends: when it began, if nothing was recorded meanwhile (the
+    /// callee's bytecode did not run: HotSpot ran its own code for it), and the call is then
+    /// the caller's to record; None when the callee recorded itself (the owner only).
+    #[inline(always)]
+    pub fn end_call(&self, key: u32) -> Option<u64> {
+        if !self.in_call(key) {
+            return None;
+        }
+        self.call_key.store(NO_CALL, Ordering::Relaxed);
+        Some(self.call_ticks.load(Ordering::Relaxed))
     }
 
     /// A collector is taking this buffer: step aside until it is done, then mark busy again.

@@ -124,7 +124,17 @@ fn a_paused_jvm_calls_no_trampoline_native() {
             "{}: trampoline natives were called with no burst open",
             jdk.name
         );
-        let critical = ["::enterCritical ", "::exitCritical ", "::downcall "];
+        // Inlined by design: the critical downcalls' Java side, and the gate reads around
+        // calls of intrinsic candidates.
+        let critical = [
+            "::enterCritical ",
+            "::exitCritical ",
+            "::downcall ",
+            "::call ",
+            "::called ",
+            "::callCritical ",
+            "::calledCritical ",
+        ];
         assert!(
             !run.trampolines
                 .iter()
@@ -174,8 +184,9 @@ fn a_burst_begun_while_a_compiled_loop_runs_records_the_loop() {
     }
 }
 
-/// Runs `Intrinsic` (a million calls of Math.min from `Intrinsic.work`) traced with
-/// `capture`, HotSpot given `flags`; its trace and the agent's log.
+/// Runs `Intrinsic` (a million calls of Math.min from `Intrinsic.work`, and 100,000 of
+/// System.identityHashCode and of StringBuilder's `<init>`, `append(int)` and `toString`)
+/// traced with `capture`, HotSpot given `flags`; its trace and the agent's log.
 fn intrinsic_run(jdk: &Jdk, capture: &str, flags: &[&str]) -> (Trace, String) {
     let dir = scratch("intrinsic");
     let file = dir.join("t.trc");
@@ -184,53 +195,84 @@ fn intrinsic_run(jdk: &Jdk, capture: &str, flags: &[&str]) -> (Trace, String) {
     let args: Vec<&str> = flags.iter().copied().chain(["Intrinsic"]).collect();
     let run = java(jdk, Some(&options), &args);
     assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
-    assert_eq!(run.stdout.trim(), "sum 4999985", "{}", jdk.name);
+    // 0 + 1 + ... + 5 + 5 * (1,000,000 - 6); the digits of 0, 10, ..., 999,990.
+    assert_eq!(
+        run.stdout.trim(),
+        "sum 4999985\ndigits 588889",
+        "{}",
+        jdk.name
+    );
     let trace = read_trace(&file);
     let log = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     (trace, log)
 }
 
-/// Math.min is an intrinsic candidate: once C2 compiles its caller, the call runs HotSpot's
-/// own code, not the instrumented bytecode, and capture=bci records only the calls made
-/// before that. The caller's own calls stay exact, the summary counts the intrinsic
-/// candidates it instrumented, and with the intrinsic disabled (the README's remedy) every
-/// call is recorded, as capture=events records them all.
-#[test]
-fn calls_to_an_intrinsic_are_exact_once_the_jit_is_told_not_to_replace_them() {
-    const CALLS: (u64, u64) = (1_000_000, 1_000_000);
-    let min = |trace: &Trace| calls_from(trace, "Intrinsic.work", "java/lang/Math.min");
-    for jdk in jdks() {
-        let (trace, log) = intrinsic_run(&jdk, "capture=bci", &[]);
-        assert_eq!(
-            total(&calls(&trace), "Intrinsic.work"),
-            CALLS,
-            "{}",
-            jdk.name
-        );
-        let (entries, exits) = min(&trace);
-        assert!(
-            entries == exits && entries <= CALLS.0,
-            "{}: {}",
-            jdk.name,
-            entries
-        );
-        let line = bci_summary(&log);
-        let candidates = number_before(line, " intrinsic candidates");
-        assert!(candidates >= 1, "{}: {}", jdk.name, line);
-        println!(
-            "{}: Math.min recorded {} times of 1,000,000; {}",
-            jdk.name, entries, line
-        );
+/// The calls `Intrinsic` makes of intrinsic candidates, with how many it makes.
+const INTRINSIC_CALLS: [(&str, &str, u64); 5] = [
+    ("Intrinsic.work", "java/lang/Math.min", 1_000_000),
+    (
+        "Intrinsic.hash",
+        "java/lang/System.identityHashCode",
+        100_000,
+    ),
+    ("Intrinsic.text", "java/lang/StringBuilder.<init>", 100_000),
+    ("Intrinsic.text", "java/lang/StringBuilder.append", 100_000),
+    (
+        "Intrinsic.text",
+        "java/lang/StringBuilder.toString",
+        100_000,
+    ),
+];
 
-        let disabled = [
-            "-XX:+UnlockDiagnosticVMOptions",
-            "-XX:DisableIntrinsic=_min",
+/// Math.min, System.identityHashCode and StringBuilder's methods are intrinsic candidates:
+/// once C2 compiles their callers (and for some, in the interpreter too), their calls may run
+/// HotSpot's own code, not their bytecode. capture=bci records them where they are called
+/// then, and from their own bytecode when it runs, never both: every call appears once,
+/// under its caller, as capture=events records them, with and without the intrinsic.
+#[test]
+fn calls_to_intrinsics_are_exact_whether_hotspot_runs_their_bytecode_or_its_own_code() {
+    let disabled = [
+        "-XX:+UnlockDiagnosticVMOptions",
+        "-XX:DisableIntrinsic=_min,_identityHashCode",
+        "-XX:-OptimizeStringConcat",
+    ];
+    for jdk in jdks() {
+        let runs = [
+            ("capture=bci", &[][..]),
+            ("capture=bci", &disabled[..]),
+            ("capture=events", &[][..]),
         ];
-        let (trace, _) = intrinsic_run(&jdk, "capture=bci", &disabled);
-        assert_eq!(min(&trace), CALLS, "{}: bci with _min disabled", jdk.name);
-        let (trace, _) = intrinsic_run(&jdk, "capture=events", &[]);
-        assert_eq!(min(&trace), CALLS, "{}: capture=events", jdk.name);
+        for (capture, flags) in runs {
+            let (trace, log) = intrinsic_run(&jdk, capture, flags);
+            let label = format!("{} {} {:?}", jdk.name, capture, flags);
+            assert_eq!(
+                total(&calls(&trace), "Intrinsic.work"),
+                (1_000_000, 1_000_000),
+                "{}",
+                label
+            );
+            for (caller, callee, n) in INTRINSIC_CALLS {
+                assert_eq!(
+                    calls_from(&trace, caller, callee),
+                    (n, n),
+                    "{}: {} from {}",
+                    label,
+                    callee,
+                    caller
+                );
+            }
+            if capture.starts_with("capture=bci") {
+                let line = bci_summary(&log);
+                assert!(
+                    number_before(line, " intrinsic candidates") >= 5,
+                    "{}",
+                    line
+                );
+                assert!(number_before(line, " call sites") >= 5, "{}", line);
+                println!("{}: {}", label, line);
+            }
+        }
     }
 }
 

@@ -101,8 +101,9 @@ fn verified_on(jdk: &Jdk, name: &str, args: &[&str]) -> Verified {
         name
     );
     let trace = read_trace(&file);
+    // The smallest, Huge, records ~9,900 events on JDK 25 (61,000 on JDK 17).
     assert!(
-        trace.events.len() > 10_000,
+        trace.events.len() > 5_000,
         "{}: {} events",
         name,
         trace.events.len()

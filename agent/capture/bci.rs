@@ -58,6 +58,51 @@ static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 /// [`prepare_critical`]), instead of the JNI natives `enter0`/`exit0`.
 static CRITICAL: AtomicBool = AtomicBool::new(false);
 
+/// The intrinsic candidates of the boot classes instrumented so far, by class: (name,
+/// descriptor, key). Calls of them from classes instrumented later are wrapped
+/// (`jlive_bci::rewrite`'s module comment), so that a call HotSpot runs as its own code is
+/// recorded all the same.
+static CALLEES: parking_lot::RwLock<std::collections::BTreeMap<String, Intrinsics>> =
+    parking_lot::const_rwlock(std::collections::BTreeMap::new());
+
+/// A class's intrinsic candidates: (name, descriptor, key).
+type Intrinsics = Vec<(String, String, u32)>;
+
+/// Boot classes whose intrinsic candidates other classes call. Instrumenting begins with
+/// those (loaded first when they are not yet), so that every caller instrumented after knows
+/// them: JDK 17 to 25.
+const CALLEES_FIRST: [&str; 25] = [
+    "java/lang/Boolean",
+    "java/lang/Byte",
+    "java/lang/Character",
+    "java/lang/CharacterDataLatin1",
+    "java/lang/Class",
+    "java/lang/Double",
+    "java/lang/Float",
+    "java/lang/Integer",
+    "java/lang/Long",
+    "java/lang/Math",
+    "java/lang/Short",
+    "java/lang/StrictMath",
+    "java/lang/String",
+    "java/lang/StringBuffer",
+    "java/lang/StringBuilder",
+    "java/lang/StringCoding",
+    "java/lang/StringLatin1",
+    "java/lang/StringUTF16",
+    "java/lang/System",
+    "java/lang/Thread",
+    "java/lang/ref/Reference",
+    "java/lang/reflect/Array",
+    "java/nio/Buffer",
+    "java/util/Arrays",
+    "java/util/DualPivotQuicksort",
+];
+
+/// `JliveTrampoline.callCritical`/`calledCritical` pass the key with this bit to the critical
+/// downcalls (keys stay below `COMPACT_KEYS`, 2^28, for the fast path).
+const CALL_BIT: jint = 1 << 30;
+
 /// What the open burst records (the JVMTI events are simply switched under capture=events).
 /// Instrumented methods read its Java copy, `JliveTrampoline.gate`, and the Java trampolines of
 /// native-method wrappers and allocation sites read it itself (JliveTrampoline's ENTRIES,
@@ -97,6 +142,8 @@ pub struct BciStats {
     /// Records the critical downcalls left to the JNI natives (a thread's first, a full
     /// buffer...).
     pub critical_missed: AtomicU64,
+    /// Calls of intrinsic candidates wrapped where they are made.
+    pub call_sites: AtomicU64,
 }
 
 impl BciStats {
@@ -104,11 +151,12 @@ impl BciStats {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, whose calls from C2-compiled code may run HotSpot's own code, unrecorded); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate; {} critical downcalls left to JNI",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, their calls wrapped at {} call sites); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate; {} critical downcalls left to JNI",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
             self.intrinsic.load(Ordering::Relaxed),
+            self.call_sites.load(Ordering::Relaxed),
             untouched,
             self.native.load(Ordering::Relaxed),
             self.skipped.load(Ordering::Relaxed),
@@ -289,8 +337,10 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 13] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 15] = [
         (c"enter0", c"(I)V", enter as *mut c_void),
+        (c"call0", c"(I)V", call as *mut c_void),
+        (c"called0", c"(I)V", called as *mut c_void),
         (c"enterMissed0", c"(I)V", enter_missed as *mut c_void),
         (c"exitMissed0", c"(I)V", exit_missed as *mut c_void),
         (c"criticalAddress", c"(I)J", critical_address as *mut c_void),
@@ -549,13 +599,110 @@ extern "system" fn critical_address(_env: *mut JNIEnv, _class: jclass, which: ji
 /// meanwhile (no JNI transition), so nothing here may block, call the JVM or take long, which
 /// is what [`fast`] is. 1 when it recorded; 0 sends the Java side to `enterMissed0`, the JNI
 /// native, for everything else.
+/// With [`CALL_BIT`], `callCritical`'s: [`call_fast`].
 extern "C" fn critical_enter(key: jint) -> jint {
+    if key >= 0 && key & CALL_BIT != 0 {
+        return jint::from(call_fast(key & !CALL_BIT));
+    }
     jint::from(fast(GATE_ENTRIES, FORM_ENTRY, key, NO_OBJECT))
 }
 
-/// `JliveTrampoline.exitCritical`'s downcall, as [`critical_enter`].
+/// `JliveTrampoline.exitCritical`'s downcall, as [`critical_enter`]; with [`CALL_BIT`],
+/// `calledCritical`'s: [`called_fast`].
 extern "C" fn critical_exit(key: jint) -> jint {
+    if key >= 0 && key & CALL_BIT != 0 {
+        return jint::from(called_fast(key & !CALL_BIT));
+    }
     jint::from(fast(GATE_EXITS, FORM_EXIT, key, 0))
+}
+
+/// `JliveTrampoline.call0`: an instrumented method is about to call the intrinsic candidate
+/// `key` (`jlive_bci::rewrite`'s module comment): note when.
+extern "system" fn call(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    if !call_fast(key) {
+        guard(|| {
+            if let Some(p) = recording(GATE_ENTRIES) {
+                if let Some(b) = p.hub.current_or(|| current_thread(p)) {
+                    b.begin_call(key as u32, clock::ticks());
+                }
+            }
+        });
+    }
+}
+
+/// [`call`] when the thread has a buffer and the TSC is the clock; false sends the caller to
+/// the full path. Nothing here can panic, block or call the JVM (a critical downcall's).
+#[inline(always)]
+fn call_fast(key: jint) -> bool {
+    let Some(ticks) = clock::tsc() else {
+        return false;
+    };
+    let Some(b) = Hub::current() else {
+        return false;
+    };
+    if GATE.load(Ordering::Relaxed) & GATE_ENTRIES != 0 {
+        b.begin_call(key as u32, ticks);
+    }
+    true
+}
+
+/// `JliveTrampoline.called0`: the call of the intrinsic candidate `key` returned. If nothing
+/// was recorded since it began, HotSpot ran its own code for it: its entry (when the call
+/// began) and exit are recorded here.
+extern "system" fn called(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    if !called_fast(key) {
+        guard(|| {
+            let Some(begun) = Hub::current().and_then(|b| b.end_call(key as u32)) else {
+                return;
+            };
+            if super::trigger::armed() && !fires(key) {
+                return;
+            }
+            if let Some(p) = recording(GATE_ENTRIES) {
+                entered(p, begun, key as u64, NO_OBJECT, || current_thread(p));
+            }
+            if let Some(p) = recording(GATE_EXITS) {
+                exited(p, clock::ticks(), key as u64, || current_thread(p));
+            }
+        });
+    }
+}
+
+/// [`called`]'s common case (both records in the thread's buffer, which has room): true when
+/// done, false sends the caller to the full path, as [`fast`].
+#[inline(always)]
+fn called_fast(key: jint) -> bool {
+    let Some(b) = Hub::current() else {
+        return true; // no buffer, so no call begun
+    };
+    if !b.in_call(key as u32) {
+        return true; // the callee's bytecode ran and recorded itself
+    }
+    let Some(ticks) = clock::tsc() else {
+        return false;
+    };
+    let both = GATE_ENTRIES | GATE_EXITS;
+    if GATE.load(Ordering::Relaxed) & (both | GATE_PLUGIN | GATE_TRIGGER) != both {
+        return false;
+    }
+    let Some(p) = profiler::get() else {
+        return false;
+    };
+    if key as u32 >= COMPACT_KEYS || p.hub.overhead().is_none() {
+        return false;
+    }
+    let Some(begun) = b.end_call(key as u32) else {
+        return true;
+    };
+    let pair = [
+        Slot::compact(FORM_ENTRY, begun, key as u32, NO_OBJECT),
+        Slot::compact(FORM_EXIT, ticks, key as u32, 0),
+    ];
+    if b.try_append_pair(&p.hub, pair) {
+        return true;
+    }
+    b.begin_call(key as u32, begun); // still the full path's to record
+    false
 }
 
 /// `JliveTrampoline.enterMissed0`: an entry its critical downcall left to JNI, counted; the
@@ -717,7 +864,14 @@ pub fn class_file_load(
         return synced;
     }
     let bytes = synced.as_deref().unwrap_or(bytes);
-    let Some(out) = transform(p, name, bytes, weave(p, redefined.is_null(), critical)) else {
+    let boot = loader.is_null();
+    let Some(out) = transform(
+        p,
+        name,
+        bytes,
+        weave(p, redefined.is_null(), critical),
+        boot,
+    ) else {
         return synced;
     };
     let keys = BciKeys {
@@ -752,10 +906,27 @@ struct Transformed {
     methods: u32,
 }
 
-/// Rewrites one class; None leaves it as it was (counted).
-fn transform(p: &Profiler, name: &str, bytes: &[u8], weave: Weave) -> Option<Transformed> {
+/// Rewrites one class; None leaves it as it was (counted). The intrinsic candidates of a boot
+/// class (`boot`) join [`CALLEES`].
+fn transform(
+    p: &Profiler,
+    name: &str,
+    bytes: &[u8],
+    weave: Weave,
+    boot: bool,
+) -> Option<Transformed> {
     let started = std::time::Instant::now();
-    let result = rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave);
+    let result = {
+        let callees = CALLEES.read();
+        let lookup = |owner: &[u8], method: &[u8], descriptor: &[u8]| {
+            let methods = callees.get(std::str::from_utf8(owner).ok()?)?;
+            let (_, _, key) = methods
+                .iter()
+                .find(|(n, d, _)| n.as_bytes() == method && d.as_bytes() == descriptor)?;
+            Some(*key)
+        };
+        rewrite::instrument_with(bytes, |n| p.registry.reserve_bci(n), weave, &lookup)
+    };
     p.bci
         .nanos
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -777,6 +948,9 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], weave: Weave) -> Option<Tra
                 .intrinsic
                 .fetch_add(u64::from(out.intrinsic), Ordering::Relaxed);
             p.bci
+                .call_sites
+                .fetch_add(u64::from(out.call_sites), Ordering::Relaxed);
+            p.bci
                 .native
                 .fetch_add(u64::from(out.native), Ordering::Relaxed);
             p.bci
@@ -789,6 +963,9 @@ fn transform(p: &Profiler, name: &str, bytes: &[u8], weave: Weave) -> Option<Tra
                 // Nothing woven (an interface, an annotation type, only natives): the class
                 // loads as it was, and keeps its place in the CDS archive.
                 return None;
+            }
+            if boot && !out.intrinsics.is_empty() {
+                CALLEES.write().insert(name.to_string(), out.intrinsics);
             }
             Some(Transformed {
                 bytes: out.bytes,
@@ -895,30 +1072,34 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
 /// then, once more, those that were loaded while it did so but whose hook ran before the
 /// trampolines were ready (an attached JVM keeps loading classes meanwhile).
 pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
-    let (work, left) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+    load_callees(p, jni);
+    let (work, left, first) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
         to_retransform(p, jvmti, jni, loaded, true)
     });
     let started = std::time::Instant::now();
+    // The classes of CALLEES_FIRST first, alone: their callers, in the rest, wrap their calls.
+    let (callees, rest) = work.as_slice().split_at(first);
+    retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         // A second thread takes chunks as well when there is more than one: at VM init the
         // JIT's threads are still mostly idle, and most of a retransformation (this hook,
         // HotSpot parsing and merging the new versions) runs in the calling thread, before the
         // safepoint. HotSpot lets threads redefine disjoint sets of classes at the same time.
-        let helper = (work.as_slice().len() > RETRANSFORM_CHUNK).then(|| {
+        let helper = (rest.len() > RETRANSFORM_CHUNK).then(|| {
             std::thread::Builder::new()
                 .name("jlive-retransform".into())
                 .spawn_scoped(s, || {
                     crate::buffer::mark_agent_thread();
                     p.vm.attach_daemon(c"jlive retransform")?;
                     let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        retransform_chunks(jvmti, work.as_slice(), &next)
+                        retransform_chunks(jvmti, &work.as_slice()[first..], &next)
                     }));
                     p.vm.detach_current();
                     taken.ok()
                 })
         });
-        let mine = retransform_chunks(jvmti, work.as_slice(), &next);
+        let mine = retransform_chunks(jvmti, rest, &next);
         let theirs = helper
             .and_then(Result::ok)
             .and_then(|h| h.join().ok().flatten());
@@ -932,7 +1113,7 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         ));
     });
     jni.release(work);
-    let (more, _) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+    let (more, _, _) = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
         to_retransform(p, jvmti, jni, loaded, false)
     });
     if !more.as_slice().is_empty() {
@@ -947,21 +1128,22 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
 
 /// Of `loaded`, those to retransform (`count`: counting those with nothing to trace, which
 /// only the first pass does), as global references (the local ones are gone, with
-/// their frame, before the retransformation runs its hooks inside this callback), and how many
-/// were left out for having nothing to trace.
+/// their frame, before the retransformation runs its hooks inside this callback), those of
+/// [`CALLEES_FIRST`] first; how many were left out for having nothing to trace; how many of
+/// [`CALLEES_FIRST`] lead.
 fn to_retransform(
     p: &Profiler,
     jvmti: Jvmti,
     jni: Jni<'_>,
     loaded: Vec<jclass>,
     count: bool,
-) -> (GlobalClasses, u64) {
+) -> (GlobalClasses, u64, usize) {
     let classes = Classes {
         jvmti,
         jni,
         registry: &p.registry,
     };
-    let mut todo = Vec::new();
+    let (mut first, mut todo) = (Vec::new(), Vec::new());
     let mut left = 0;
     for class in loaded {
         let Ok(signature) = jvmti.class_signature(class) else {
@@ -993,9 +1175,32 @@ fn to_retransform(
             left += 1;
             continue;
         }
-        todo.push(class);
+        if CALLEES_FIRST.contains(&name.as_str()) {
+            first.push(class);
+        } else {
+            todo.push(class);
+        }
     }
-    (jni.global_classes(&todo), left)
+    let leading = first.len();
+    first.append(&mut todo);
+    (jni.global_classes(&first), left, leading)
+}
+
+/// Loads the classes of [`CALLEES_FIRST`] not loaded yet (a few: StringUTF16, StrictMath,
+/// reflect.Array...), so that the hook instruments them, and learns their intrinsic
+/// candidates, before the classes that call them.
+fn load_callees(p: &Profiler, jni: Jni<'_>) {
+    let _frame = jni.local_frame(4);
+    for name in CALLEES_FIRST {
+        if excluded(name) || !p.filter.traces(name) || CALLEES.read().contains_key(name) {
+            continue;
+        }
+        if let Ok(name) = std::ffi::CString::new(name) {
+            if let Some(class) = jni.find_class(&name) {
+                jni.delete_local(class);
+            }
+        }
+    }
 }
 
 /// Classes retransformed in one JVMTI call (one VM operation). Each operation's safepoint
@@ -1069,7 +1274,7 @@ fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
 mod tests {
     use super::{take_chunk, RETRANSFORM_CHUNK};
     use jlive_bci::classfile::ClassFile;
-    use jlive_bci::rewrite::{instrument, Weave};
+    use jlive_bci::rewrite::{self, instrument, Weave};
     use std::sync::atomic::AtomicUsize;
 
     /// The Utf8 constants of a class file.
@@ -1142,6 +1347,43 @@ mod tests {
                 unused
             );
         }
+    }
+
+    /// A call of an intrinsic candidate the hook knows is wrapped: `call` before it and
+    /// `called` after it, each given the callee's key; no other call is.
+    #[test]
+    fn calls_of_known_intrinsic_candidates_are_wrapped_with_the_callees_key() {
+        let class = example("Intrinsic.class");
+        let min = |owner: &[u8], name: &[u8], descriptor: &[u8]| {
+            (owner == b"java/lang/Math" && name == b"min" && descriptor == b"(II)I")
+                .then_some(0x1092)
+        };
+        for (critical, names) in [
+            (false, ["call", "called"]),
+            (true, ["callCritical", "calledCritical"]),
+        ] {
+            let weave = Weave {
+                critical,
+                ..Weave::default()
+            };
+            let (out, _) = rewrite::instrument_with(&class, |_| Some(0), weave, &min).unwrap();
+            assert_eq!(out.call_sites, 1, "one call of Math.min");
+            let pool = strings(&out.bytes);
+            for name in names {
+                assert!(pool.iter().any(|n| n == name), "{} missing", name);
+            }
+            let pushes = out
+                .bytes
+                .windows(4)
+                .filter(|w| w[..3] == [0x11, 0x10, 0x92] && w[3] == 0xB8)
+                .count();
+            assert_eq!(pushes, 2, "the callee's key, before and after the call");
+        }
+        let (unknown, _) =
+            rewrite::instrument_with(&class, |_| Some(0), Weave::default(), &rewrite::no_callees)
+                .unwrap();
+        assert_eq!(unknown.call_sites, 0);
+        assert!(!strings(&unknown.bytes).iter().any(|n| n == "call"));
     }
 
     /// Two threads taking chunks between them retransform every class once.

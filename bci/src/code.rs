@@ -209,6 +209,11 @@ pub fn falls_through(op: u8) -> bool {
     )
 }
 
+/// invokevirtual, invokespecial, invokestatic, invokeinterface.
+pub fn is_invoke(op: u8) -> bool {
+    (182..=185).contains(&op)
+}
+
 pub fn is_return(op: u8) -> bool {
     (IRETURN..=RETURN).contains(&op)
 }

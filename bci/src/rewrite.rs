@@ -34,6 +34,22 @@
 //! handlers' frames appended) are carried over.
 //! A method that would outgrow the 64 KiB code limit (or a 16-bit branch) is left as it was.
 //!
+//! Calls of `@IntrinsicCandidate` methods (the caller of [`instrument_with`] names them; a
+//! class's own are known to it) are wrapped where they are made, the call left as it was:
+//!
+//! ```text
+//!   push KEY ; invokestatic JliveTrampoline.call(I)V     (callCritical with Weave::critical)
+//!   invokevirtual|static|special|interface  the call
+//!   push KEY ; invokestatic JliveTrampoline.called(I)V   (calledCritical)
+//! ```
+//!
+//! KEY is the callee's. HotSpot may run its own code for such a call instead of the method's
+//! bytecode, in compiled code and even in the interpreter (Math.sin), and then the callee's
+//! entry and exit record nothing. `call` notes the time; `called` records the call, entry at
+//! that time and exit now, only when nothing was recorded in between: when the bytecode ran,
+//! its own records stand. Both read the gate themselves (no branch here, so no stack map frame
+//! is needed), and an exception out of the call skips `called`: such a call is not recorded.
+//!
 //! Native methods (in classes seen at first load, where new methods may be added) are
 //! renamed `$$jlive$$name` — JVMTI SetNativeMethodPrefix makes the JVM still bind them — and
 //! a wrapper with the original name, flags and index calls them between entry and exit.
@@ -71,8 +87,18 @@ pub struct Weave {
     /// Leave methods short enough for the JIT to inline (no padding; `inline=on`).
     pub inlinable: bool,
     /// Call `enterCritical`/`exitCritical` (Java methods that reach the agent through FFM
-    /// critical downcalls, JDK 22 and later) instead of the natives `enter0`/`exit0`.
+    /// critical downcalls, JDK 22 and later) instead of the natives `enter0`/`exit0`, and
+    /// `callCritical`/`calledCritical` around calls of intrinsic candidates.
     pub critical: bool,
+}
+
+/// The intrinsic candidates of other classes, by the call's owner, name and descriptor: the
+/// callee's key when calls of it are to be wrapped (module comment).
+pub type Callees<'a> = &'a dyn Fn(&[u8], &[u8], &[u8]) -> Option<u32>;
+
+/// No callee of another class is wrapped.
+pub fn no_callees(_: &[u8], _: &[u8], _: &[u8]) -> Option<u32> {
+    None
 }
 
 /// HotSpot's FreqInlineSize (JDK 17 to 25, every 64-bit platform): neither compiler inlines a
@@ -88,9 +114,13 @@ pub struct Outcome {
     pub instrumented: u32,
     /// Instrumented methods padded past [`INLINE_LIMIT`].
     pub padded: u32,
-    /// Instrumented methods marked `@IntrinsicCandidate`: a caller that C2 compiled may run
-    /// HotSpot's own code for them instead of their bytecode, and record nothing.
+    /// Methods marked `@IntrinsicCandidate`: a caller may run HotSpot's own code for them
+    /// instead of their bytecode, so their callers record the calls too (module comment).
     pub intrinsic: u32,
+    /// Those methods' names, descriptors and keys, for [`Callees`] of other classes.
+    pub intrinsics: Vec<(String, String, u32)>,
+    /// Calls of intrinsic candidates wrapped in this class.
+    pub call_sites: u32,
     pub native: u32,
     /// (method name + descriptor, reason) of methods left as they were.
     pub skipped: Vec<(String, String)>,
@@ -112,6 +142,8 @@ enum Ref {
     EnterConstructor0,
     Exit0,
     Gate,
+    Call,
+    Called,
 }
 
 /// The constants of [`Ref`], each added to the class's pool when first needed, so that a class
@@ -120,7 +152,7 @@ enum Ref {
 /// have by scanning the whole old pool (`ConstantPool::find_matching_entry`).
 #[derive(Default)]
 struct Refs {
-    refs: [Option<u16>; 13],
+    refs: [Option<u16>; 15],
     /// Thread's own methods hooked for monitors=on ([`hook_thread_methods`]): the entry and
     /// exit calls and the gate are the concurrency ones.
     sync: bool,
@@ -166,6 +198,12 @@ impl Refs {
             Ref::EnterConstructor0 => pool.add_method_ref(TRAMPOLINE, "enterConstructor0", "(I)V"),
             Ref::Exit0 => pool.add_method_ref(TRAMPOLINE, "exit0", "(I)V"),
             Ref::Gate => pool.add_field_ref(TRAMPOLINE, "gate", "I"),
+            Ref::Call if self.critical => pool.add_method_ref(TRAMPOLINE, "callCritical", "(I)V"),
+            Ref::Called if self.critical => {
+                pool.add_method_ref(TRAMPOLINE, "calledCritical", "(I)V")
+            }
+            Ref::Call => pool.add_method_ref(TRAMPOLINE, "call", "(I)V"),
+            Ref::Called => pool.add_method_ref(TRAMPOLINE, "called", "(I)V"),
         }?;
         self.refs[r as usize] = Some(index);
         Ok(index)
@@ -252,14 +290,16 @@ impl Refs {
 
 /// Instruments every method of a class; method `i` gets key `base + i`.
 pub fn instrument(class: &[u8], base: u32, weave: Weave) -> Result<Outcome> {
-    instrument_with(class, |_| Some(base), weave).map(|(o, _)| o)
+    instrument_with(class, |_| Some(base), weave, &no_callees).map(|(o, _)| o)
 }
 
-/// Like [`instrument`], with the first key asked of `reserve(number of methods)`; returns it.
+/// Like [`instrument`], with the first key asked of `reserve(number of methods)` (returned),
+/// and the calls of `callees` wrapped besides the class's own intrinsic candidates.
 pub fn instrument_with(
     class: &[u8],
     reserve: impl FnOnce(u32) -> Option<u32>,
     weave: Weave,
+    callees: Callees,
 ) -> Result<(Outcome, u32)> {
     let mut cf = ClassFile::parse(class)?;
     let natives = cf
@@ -285,6 +325,17 @@ pub fn instrument_with(
     };
     let mut methods = std::mem::take(&mut cf.methods);
     let mut renamed = Vec::new();
+    for (index, m) in methods.iter().enumerate() {
+        if super::classfile::is_intrinsic_candidate(&cf.pool, &m.attributes) {
+            out.intrinsic += 1;
+            out.intrinsics.push((
+                cf.pool.text(m.name)?.into_owned(),
+                cf.pool.text(m.descriptor)?.into_owned(),
+                base + index as u32,
+            ));
+        }
+    }
+    let sites = call_sites(&cf.pool, out.name.as_bytes(), &out.intrinsics, callees);
 
     for (index, m) in methods.iter_mut().enumerate() {
         let key = base + index as u32;
@@ -349,16 +400,14 @@ pub fn instrument_with(
             &m.attributes[at].data,
             &mut refs,
             weave,
+            &sites,
             &mut scratch,
         ) {
-            Ok((data, padded)) => {
+            Ok((data, padded, wrapped)) => {
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
                 out.padded += u32::from(padded);
-                out.intrinsic += u32::from(super::classfile::is_intrinsic_candidate(
-                    &cf.pool,
-                    &m.attributes,
-                ));
+                out.call_sites += wrapped;
             }
             Err(e) => out.skipped.push((mname(&cf.pool), e.0)),
         }
@@ -368,6 +417,41 @@ pub fn instrument_with(
     cf.methods = methods;
     out.bytes = cf.write();
     Ok((out, base))
+}
+
+/// The callee's key of each Methodref and InterfaceMethodref of `pool` whose calls are wrapped
+/// (u32::MAX: not), by constant index: those of `own` (the class `this`'s intrinsic
+/// candidates) and those `callees` names.
+fn call_sites(
+    pool: &ConstantPool,
+    this: &[u8],
+    own: &[(String, String, u32)],
+    callees: Callees,
+) -> Vec<u32> {
+    let mut keys = Vec::new();
+    for index in 1..pool.entries.len() {
+        if !matches!(
+            pool.entries[index],
+            super::classfile::Constant::Other(10 | 11, _)
+        ) {
+            continue;
+        }
+        let Ok((owner, name, desc)) = pool.member_ref(index as u16) else {
+            continue;
+        };
+        let key = if owner == this {
+            own.iter()
+                .find(|(n, d, _)| n.as_bytes() == name && d.as_bytes() == desc)
+                .map(|m| m.2)
+        } else {
+            callees(owner, name, desc)
+        };
+        if let Some(key) = key {
+            keys.resize(index + 1, u32::MAX);
+            keys[index] = key;
+        }
+    }
+    keys
 }
 
 /// The methods of java/lang/Thread hooked for `monitors=on` and the key their entry and exit
@@ -419,12 +503,13 @@ pub fn hook_thread_methods(class: &[u8]) -> Result<Option<Vec<u8>>> {
             key,
             stack_maps,
         };
-        let (data, _) = rewrite(
+        let (data, _, _) = rewrite(
             &mut cf.pool,
             &method,
             &m.attributes[at].data,
             &mut refs,
             weave,
+            &[],
             &mut scratch,
         )?;
         m.attributes[at].data = data.into();
@@ -661,7 +746,8 @@ const PADDING_PAIRS: [u8; 8 * MAX_PADDING_PAIRS] = {
 struct Place {
     /// Where it starts: where branches to it go.
     at: usize,
-    /// Its length after re-padding (switches) or, for a return, the goto that replaces it.
+    /// Its length after re-padding (switches) or, for a return, the goto that replaces it,
+    /// with what goes before it (a wrapped call).
     len: usize,
 }
 
@@ -676,6 +762,8 @@ struct Scratch {
     /// Old code offset to instruction number (u32::MAX: inside an instruction); one entry
     /// past the end.
     index: Vec<u32>,
+    /// The method's wrapped calls (`rewrite`).
+    calls: Vec<(usize, Snippet, Snippet)>,
     code: Vec<u8>,
 }
 
@@ -684,13 +772,14 @@ fn switch_pad(at: usize) -> usize {
 }
 
 /// Places every instruction after a prologue, each return as a goto of `goto_len` bytes and
-/// with `suffix` bytes after each; returns the end of the moved code.
+/// with `around(insn)` bytes (before, after) around each; returns the end of the moved code.
+/// An instruction's place begins with what goes before it, where branches to it land.
 fn layout(
     insns: &[Insn],
     places: &mut Vec<Place>,
     prologue: usize,
     goto_len: usize,
-    suffix: impl Fn(&Insn) -> usize,
+    around: impl Fn(&Insn) -> (usize, usize),
 ) -> usize {
     places.clear();
     places.reserve(insns.len());
@@ -703,8 +792,12 @@ fn layout(
         } else {
             i.len
         };
-        places.push(Place { at: pos, len });
-        pos += len + suffix(i);
+        let (before, after) = around(i);
+        places.push(Place {
+            at: pos,
+            len: before + len,
+        });
+        pos += before + len + after;
     }
     pos
 }
@@ -744,14 +837,16 @@ fn rewrite(
     data: &[u8],
     refs: &mut Refs,
     weave: Weave,
+    sites: &[u32],
     scratch: &mut Scratch,
-) -> Result<(Vec<u8>, bool)> {
+) -> Result<(Vec<u8>, bool, u32)> {
     let code = Code::parse(data)?;
     let Scratch {
         insns,
         depths,
         places,
         index,
+        calls,
         code: out,
     } = scratch;
     code::decode_into(&code.code, insns)?;
@@ -807,6 +902,28 @@ fn rewrite(
         Snippet::of(&[])
     };
     let throwable = refs.get(pool, Ref::Throwable)?;
+    // The wrapped calls: (pc, what goes before, what goes after), in code order.
+    calls.clear();
+    for i in insns.iter().filter(|i| code::is_invoke(i.op)) {
+        let at = u16::from_be_bytes([code.code[i.pc + 1], code.code[i.pc + 2]]);
+        if let Some(&key) = sites.get(usize::from(at)).filter(|&&k| k != u32::MAX) {
+            let push = key_push(pool, key)?;
+            calls.push((
+                i.pc,
+                Snippet::of(&[&push, &refs.call(pool, Ref::Call)?]),
+                Snippet::of(&[&push, &refs.call(pool, Ref::Called)?]),
+            ));
+        }
+    }
+    let call_at = |i: &Insn| -> Option<&(usize, Snippet, Snippet)> {
+        if calls.is_empty() || !code::is_invoke(i.op) {
+            return None;
+        }
+        calls
+            .binary_search_by_key(&i.pc, |c| c.0)
+            .ok()
+            .map(|k| &calls[k])
+    };
     let suffix_of = |i: &Insn| -> &[u8] {
         if super_call == Some(i.pc) {
             &constructed
@@ -819,14 +936,14 @@ fn rewrite(
     // Each return becomes a goto to the exit block after the body: a goto_w once the body
     // outgrows a 16-bit offset.
     let mut goto_len = 3;
-    let mut end = layout(insns, places, prologue.len(), goto_len, |i| {
-        suffix_of(i).len()
-    });
+    let around = |i: &Insn| match call_at(i) {
+        Some((_, before, after)) => (before.len(), after.len() + suffix_of(i).len()),
+        None => (0, suffix_of(i).len()),
+    };
+    let mut end = layout(insns, places, prologue.len(), goto_len, around);
     if ret.is_some() && end > 0x7FFF {
         goto_len = 5;
-        end = layout(insns, places, prologue.len(), goto_len, |i| {
-            suffix_of(i).len()
-        });
+        end = layout(insns, places, prologue.len(), goto_len, around);
     }
     index.clear();
     index.resize(code.code.len() + 1, u32::MAX);
@@ -849,10 +966,17 @@ fn rewrite(
     out.reserve(end + exit_block.len() + 2 * rethrow.len() + INLINE_LIMIT + 16);
     out.extend_from_slice(&prologue);
     for (i, place) in insns.iter().zip(places.iter()) {
+        let call = call_at(i);
+        if let Some((_, before, _)) = call {
+            out.extend_from_slice(before);
+        }
         if code::is_return(i.op) {
             goto(out, end - place.at, goto_len);
         } else {
-            emit(out, &code.code, i, place.at, &map)?;
+            emit(out, &code.code, i, out.len(), &map)?;
+        }
+        if let Some((_, _, after)) = call {
+            out.extend_from_slice(after);
         }
         out.extend_from_slice(suffix_of(i));
     }
@@ -987,7 +1111,7 @@ fn rewrite(
         count += 1;
     }
     new[count_at..count_at + 2].copy_from_slice(&count.to_be_bytes());
-    Ok((new, padding.is_some()))
+    Ok((new, padding.is_some(), calls.len() as u32))
 }
 
 /// An attribute's name and a length to be filled in by [`end_attribute`]; returns where the

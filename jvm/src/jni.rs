@@ -136,6 +136,16 @@ impl<'cb> Jni<'cb> {
         (!c.is_null()).then_some(c)
     }
 
+    /// Loads a class by its internal name (FindClass, which initializes it), None if it
+    /// cannot (the exception is cleared).
+    pub fn find_class(&self, name: &CStr) -> Option<jclass> {
+        // SAFETY: name is NUL-terminated; FindClass has no other precondition; exceptions are
+        // cleared.
+        let c = unsafe { ((**self.env).FindClass?)(self.env, name.as_ptr()) };
+        self.clear_exception();
+        (!c.is_null()).then_some(c)
+    }
+
     /// Finds a class and initializes it (GetStaticMethodID initializes its class).
     pub fn initialize_class(&self, class: &CStr, method: &CStr, sig: &CStr) -> bool {
         // SAFETY: names are NUL-terminated; FindClass/GetStaticMethodID have no other

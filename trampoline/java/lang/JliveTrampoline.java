@@ -110,6 +110,62 @@ public final class JliveTrampoline {
 
     public static native void enter0(int key);
 
+    // Calls of intrinsic candidates are wrapped where they are made (jlive_bci::rewrite's
+    // module comment): call(key) before, called(key) after, key being the callee's. HotSpot
+    // may run its own code for such a call, even in the interpreter, and then the callee's
+    // own entry and exit never run: libjlive notes the time in call0 and records the call in
+    // called0 when nothing was recorded in between. Small, so that the JIT inlines their
+    // reads of the gate.
+
+    /** Before a call of the intrinsic candidate whose key is given. */
+    public static void call(int key) {
+        if (gate != 0) {
+            call0(key);
+        }
+    }
+
+    /** After that call returned. */
+    public static void called(int key) {
+        if (gate != 0) {
+            called0(key);
+        }
+    }
+
+    /** {@link #call} through the critical downcall. */
+    public static void callCritical(int key) {
+        if (gate != 0) {
+            callCritical0(key);
+        }
+    }
+
+    /** {@link #called} through the critical downcall. */
+    public static void calledCritical(int key) {
+        if (gate != 0) {
+            calledCritical0(key);
+        }
+    }
+
+    /** Key bit that tells the critical downcalls a wrapped call (libjlive's CALL_BIT). */
+    private static final int CALL = 1 << 30;
+
+    @DontInline
+    private static void callCritical0(int key) {
+        if (downcall(criticalEnter, key | CALL) == 0) {
+            call0(key);
+        }
+    }
+
+    @DontInline
+    private static void calledCritical0(int key) {
+        if (downcall(criticalExit, key | CALL) == 0) {
+            called0(key);
+        }
+    }
+
+    private static native void call0(int key);
+
+    private static native void called0(int key);
+
     /**
      * On JDK 22 and later: libjlive's entry and exit functions as FFM critical downcalls, which
      * C2 calls without the JNI transition (libjlive's capture::bci::critical). Set once by
