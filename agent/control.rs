@@ -301,8 +301,14 @@ struct Client {
     last: Instant,
 }
 
+/// How long before a timed burst capture=bci instruments, when it waits for the first burst.
+const INSTRUMENT_AHEAD: Duration = Duration::from_secs(2);
+
 /// The timed burst of `delay=` and `duration=`.
 struct Timers {
+    /// capture=bci with `instrument=burst`: when to instrument ahead of the timed burst, so
+    /// that it opens on time (a big server takes a second or two).
+    instrument_at: Option<Instant>,
     begin_at: Option<Instant>,
     end_at: Option<Instant>,
     duration: Option<Duration>,
@@ -313,6 +319,9 @@ impl Timers {
         let o = &p.options;
         let opened = p.bursts.lock().opened();
         Timers {
+            instrument_at: o
+                .delay
+                .map(|d| p.loaded + d.saturating_sub(INSTRUMENT_AHEAD)),
             begin_at: o.delay.map(|d| p.loaded + d),
             end_at: match (o.delay, o.duration, opened) {
                 (None, Some(d), Some(at)) => Some(at + d),
@@ -323,11 +332,18 @@ impl Timers {
     }
 
     fn next(&self) -> Option<Instant> {
-        [self.begin_at, self.end_at].into_iter().flatten().min()
+        [self.instrument_at, self.begin_at, self.end_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn fire(&mut self, p: &Profiler, jvmti: Jvmti) {
         let now = Instant::now();
+        if self.instrument_at.is_some_and(|t| t <= now) {
+            self.instrument_at = None;
+            crate::capture::bci::instrument_now(); // nothing unless capture=bci waits for it
+        }
         if self.begin_at.is_some_and(|t| t <= now) {
             self.begin_at = None;
             match p.begin_burst(jvmti, Some("timed"), None) {

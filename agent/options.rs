@@ -125,7 +125,7 @@ impl Default for Options {
         Options {
             formats: vec![Format::Jinsight],
             file: None,
-            capture: Capture::Events,
+            capture: Capture::Bci,
             methods: Methods::On,
             gc: Gc::Light,
             alloc: false,
@@ -232,8 +232,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ),
     (
         "capture",
-        "events | bci",
-        "how entries and exits are seen: JVMTI MethodEntry/MethodExit, or bytecode instrumentation",
+        "bci | events",
+        "how entries and exits are seen: bytecode instrumentation, or JVMTI MethodEntry/MethodExit (what only events sees: the README's capture=bci)",
     ),
     (
         "methods",
@@ -457,8 +457,9 @@ impl Options {
     }
 
     /// The options of an agent loaded into a running JVM (`jlive attach`): the same, but for
-    /// their defaults `capture=bci` (a running HotSpot gives method entry and exit events only
-    /// to agents loaded at start-up) and `start=paused` (bursts come from `jlive ctl`).
+    /// the default `start=paused` (bursts come from `jlive ctl`); `capture=bci` is the only
+    /// capture there (a running HotSpot gives method entry and exit events only to agents
+    /// loaded at start-up).
     pub fn parse_attached(text: &str) -> Result<Options, OptionError> {
         let base = Options {
             capture: Capture::Bci,

@@ -139,6 +139,15 @@ impl Registry {
         self.threads.write().insert(key, info);
     }
 
+    /// Whether a thread was described without a name (one attached through JNI records under
+    /// capture=bci while its Thread is constructed, before it has one).
+    pub fn thread_unnamed(&self, key: ThreadKey) -> bool {
+        self.threads
+            .read()
+            .get(&key)
+            .is_some_and(|t| t.name.is_empty())
+    }
+
     /// Forgets a thread that could not be followed.
     pub fn forget_thread(&self, key: ThreadKey) {
         if let Some(info) = self.threads.write().remove(&key) {
