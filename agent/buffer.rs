@@ -569,6 +569,13 @@ impl ThreadBuffer {
         self.call_key.store(key, Ordering::Relaxed);
     }
 
+    /// The callee's bytecode ran (an entry reached the agent, stored or not): no wrapped
+    /// call is the caller's to record.
+    #[inline(always)]
+    pub fn clear_call(&self) {
+        self.call_key.store(NO_CALL, Ordering::Relaxed);
+    }
+
     /// Whether the wrapped call of `key` is under way with nothing recorded since it began.
     #[inline(always)]
     pub fn in_call(&self, key: u32) -> bool {

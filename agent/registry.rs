@@ -22,6 +22,9 @@ pub struct BciKeys {
     pub names: Option<Vec<(String, String)>>,
 }
 
+/// bci method keys are below this.
+pub const MAX_BCI_KEYS: u32 = 1 << 30;
+
 #[derive(Default)]
 pub struct Registry {
     classes: RwLock<HashMap<ClassKey, Arc<ClassInfo>>>,
@@ -181,11 +184,13 @@ impl Registry {
         self.uses_bci.store(true, Ordering::Relaxed);
     }
 
-    /// Reserves `n` consecutive bci method keys; None when the 31-bit key space is used up.
+    /// Reserves `n` consecutive bci method keys; None when the 30-bit key space is used up
+    /// (the trampolines' critical downcalls mark wrapped calls with bit 30:
+    /// `capture::bci::CALL_BIT`).
     pub fn reserve_bci(&self, n: u32) -> Option<u32> {
         let base = self.next_bci.fetch_add(n, Ordering::Relaxed);
         base.checked_add(n)
-            .filter(|&end| end <= i32::MAX as u32)
+            .filter(|&end| end <= MAX_BCI_KEYS)
             .map(|_| base)
     }
 

@@ -9,8 +9,9 @@ import java.lang.management.ManagementFactory;
  * synchronized instance method on one Counter, K Payload objects and K Payload[3] arrays made
  * and dropped (K = 200), three user events, garbage until the young generation was collected
  * twice, two System.gc() calls (and the collections the JVM counted meanwhile), and a tree of
- * 13 Nodes and 4 Node[] arrays (16 references) reported by reportObjectReferences(). A second
- * burst, methods only: fib(10) (177 calls).
+ * 13 Nodes and 4 Node[] arrays (16 references) reported by reportObjectReferences(), and
+ * 100,000 calls of Integer.reverseBytes, an intrinsic candidate (C2 compiles main's loop and
+ * may run its own code for them). A second burst, methods only: fib(10) (177 calls).
  *
  * <p>Argument: the library for tracingStartup ("-" when the agent's plugin= loaded it).
  */
@@ -113,6 +114,10 @@ public class UserTrace {
         System.gc();
         root = tree(3);
         InstrumentVMSupport.reportObjectReferences();
+        int reversed = 0;
+        for (int i = 0; i < 100_000; i++) {
+            reversed ^= Integer.reverseBytes(i);
+        }
         InstrumentVMSupport.tracingEnd();
         long[] after = collections();
         InstrumentVMSupport.tracingBegin(InstrumentVMSupport.InsTrcTypeExeOn
@@ -126,6 +131,7 @@ public class UserTrace {
                 + " adds=100 total=" + counter.total + " payloads=" + k + " arrays=" + k
                 + " user_events=3 full_gcs=" + (after[0] - before[0]) + " young_gcs="
                 + (after[1] - before[1]) + " tree_objects=17 tree_refs=16"
-                + " garbage=" + garbage + (keep == null ? "" : "?"));
+                + " garbage=" + garbage + (keep == null ? "" : "?") + " reverses=100000"
+                + " reversed=" + reversed);
     }
 }

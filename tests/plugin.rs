@@ -166,6 +166,14 @@ fn a_counting_library_gets_exactly_what_the_program_did() {
                     what
                 );
                 assert_eq!(n("user_events"), p("user_events"), "{}", what);
+                // An intrinsic candidate's calls, each once: from its bytecode or, where
+                // HotSpot ran its own code, from the call site.
+                assert_eq!(
+                    (n("reverse_enter"), n("reverse_leave")),
+                    (p("reverses"), p("reverses")),
+                    "{}",
+                    what
+                );
                 // The tree: 13 Nodes and 4 Node[] arrays, 16 references among them, each
                 // object reported once, with the ID its allocation had.
                 assert_eq!(n("tree_objects"), p("tree_objects"), "{}", what);

@@ -100,8 +100,9 @@ const CALLEES_FIRST: [&str; 25] = [
 ];
 
 /// `JliveTrampoline.callCritical`/`calledCritical` pass the key with this bit to the critical
-/// downcalls (keys stay below `COMPACT_KEYS`, 2^28, for the fast path).
+/// downcalls; no method key has it (`registry::MAX_BCI_KEYS`).
 const CALL_BIT: jint = 1 << 30;
+const _: () = assert!(crate::registry::MAX_BCI_KEYS <= CALL_BIT as u32);
 
 /// What the open burst records (the JVMTI events are simply switched under capture=events).
 /// Instrumented methods read its Java copy, `JliveTrampoline.gate`, and the Java trampolines of
@@ -549,6 +550,7 @@ fn not_recording() {
 /// trampoline wraps it in its own `guard`, so that the guarded body stays inlined in each.
 #[inline(always)]
 fn enter_with(key: jint, object: u32) {
+    callee_ran();
     if super::trigger::armed() && !fires(key) {
         return;
     }
@@ -620,12 +622,13 @@ extern "C" fn critical_exit(key: jint) -> jint {
 /// `key` (`jlive_bci::rewrite`'s module comment): note when.
 extern "system" fn call(_env: *mut JNIEnv, _class: jclass, key: jint) {
     if !call_fast(key) {
-        guard(|| {
-            if let Some(p) = recording(GATE_ENTRIES) {
+        guard(|| match recording(GATE_ENTRIES) {
+            Some(p) => {
                 if let Some(b) = p.hub.current_or(|| current_thread(p)) {
                     b.begin_call(key as u32, clock::ticks());
                 }
             }
+            None => callee_ran(),
         });
     }
 }
@@ -642,8 +645,19 @@ fn call_fast(key: jint) -> bool {
     };
     if GATE.load(Ordering::Relaxed) & GATE_ENTRIES != 0 {
         b.begin_call(key as u32, ticks);
+    } else {
+        b.clear_call(); // none left over for a `called` after a burst opens
     }
     true
+}
+
+/// An entry reached the agent (the trigger's lookup, a plug-in's or a muted burst included,
+/// where nothing is stored): the wrapped call under way, if any, ran its bytecode.
+#[inline(always)]
+fn callee_ran() {
+    if let Some(b) = Hub::current() {
+        b.clear_call();
+    }
 }
 
 /// `JliveTrampoline.called0`: the call of the intrinsic candidate `key` returned. If nothing
@@ -738,6 +752,7 @@ fn enter_slow(key: jint) {
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
     guard(|| {
+        callee_ran();
         if super::trigger::armed() && !fires(key) {
             return;
         }
@@ -1077,9 +1092,13 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         to_retransform(p, jvmti, jni, loaded, true)
     });
     let started = std::time::Instant::now();
-    // The classes of CALLEES_FIRST first, alone: their callers, in the rest, wrap their calls.
+    // The classes of CALLEES_FIRST first, alone, so that their callers in the rest wrap
+    // their calls; twice, as they call each other's (String calls StringLatin1's, which
+    // calls String's): the first pass learns them all.
     let (callees, rest) = work.as_slice().split_at(first);
-    retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    for _ in 0..2 {
+        retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    }
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         // A second thread takes chunks as well when there is more than one: at VM init the
@@ -1274,7 +1293,7 @@ fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
 mod tests {
     use super::{take_chunk, RETRANSFORM_CHUNK};
     use jlive_bci::classfile::ClassFile;
-    use jlive_bci::rewrite::{self, instrument, Weave};
+    use jlive_bci::rewrite::{self, instrument, Weave, TRAMPOLINE};
     use std::sync::atomic::AtomicUsize;
 
     /// The Utf8 constants of a class file.
@@ -1372,12 +1391,37 @@ mod tests {
             for name in names {
                 assert!(pool.iter().any(|n| n == name), "{} missing", name);
             }
-            let pushes = out
+            // sipush KEY; invokestatic call; invokestatic Math.min; sipush KEY; invokestatic
+            // called.
+            let cf = ClassFile::parse(&out.bytes).unwrap();
+            let named = |at: &[u8]| {
+                let (owner, name, _) = cf
+                    .pool
+                    .member_ref(u16::from_be_bytes([at[0], at[1]]))
+                    .unwrap();
+                format!(
+                    "{}.{}",
+                    String::from_utf8_lossy(owner),
+                    String::from_utf8_lossy(name)
+                )
+            };
+            let push = [0x11, 0x10, 0x92, 0xB8];
+            let wrapped: Vec<[String; 3]> = out
                 .bytes
-                .windows(4)
-                .filter(|w| w[..3] == [0x11, 0x10, 0x92] && w[3] == 0xB8)
-                .count();
-            assert_eq!(pushes, 2, "the callee's key, before and after the call");
+                .windows(15)
+                .filter(|w| w[..4] == push && w[6] == 0xB8 && w[9..13] == push)
+                .map(|w| [named(&w[4..6]), named(&w[7..9]), named(&w[13..15])])
+                .collect();
+            let t = TRAMPOLINE;
+            assert_eq!(
+                wrapped,
+                [[
+                    format!("{}.{}", t, names[0]),
+                    "java/lang/Math.min".to_string(),
+                    format!("{}.{}", t, names[1])
+                ]],
+                "the call, between the callee's key pushed for each trampoline"
+            );
         }
         let (unknown, _) =
             rewrite::instrument_with(&class, |_| Some(0), Weave::default(), &rewrite::no_callees)

@@ -40,6 +40,9 @@ fn record(
     arg: u32,
     attach: impl FnOnce() -> bool,
 ) {
+    if let Some(b) = crate::buffer::Hub::current() {
+        b.clear_call(); // whether the record is stored or not (a plug-in's burst, muted)
+    }
     if crate::plugin::delivering() {
         crate::plugin::method(p, kind == RecordKind::MethodEntry, method, arg);
     }

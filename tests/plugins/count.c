@@ -18,7 +18,7 @@ static unsigned long add_enter, add_sync, add_static, add_receivers, add_zero, a
 static unsigned long payloads, payload_longs, payload_arrays, array_longs, array_arity_bad;
 static unsigned long deleted, ggc_start, ggc_end, scav_start, scav_end, user_events;
 static unsigned long reported, reported_twice, tree_objects, nodes_allocated, tree_ids_known;
-static unsigned long classes_reported, arrays_reported;
+static unsigned long classes_reported, arrays_reported, reverse_enter, reverse_leave;
 static char thread_name[64], group_name[64];
 static long thread_priority = -2;
 
@@ -68,6 +68,12 @@ unsigned long InstrumentTraceEnd(void) {
 
 static void method(struct InsEventInfo *e, int enter) {
     struct InsEventTypeMethod *m = &e->eventBody.method;
+    if (is(m->methodName, m->methodNameSize, "reverseBytes")
+        && (is(m->className, m->classNameSize, "java/lang/Integer")
+            || is(m->className, m->classNameSize, "java.lang.Integer"))) {
+        if (enter) reverse_enter++; else reverse_leave++;
+        return;
+    }
     if (!is(m->className, m->classNameSize, "UserTrace")
         && !is(m->className, m->classNameSize, "UserTrace$Counter"))
         return;
@@ -190,13 +196,14 @@ unsigned long InstrumentTraceShutdown(void) {
             "ggc_start=%lu\nggc_end=%lu\nscav_start=%lu\nscav_end=%lu\nuser_events=%lu\n"
             "reported=%lu\nclasses_reported=%lu\narrays_reported=%lu\ntree_objects=%lu\n"
             "reported_twice=%lu\ntree_refs=%lu\ntree_ids_known=%lu\nnodes_allocated=%lu\n"
-            "thread=%s\npriority=%ld\ngroup=%s\n",
+            "thread=%s\npriority=%ld\ngroup=%s\nreverse_enter=%lu\nreverse_leave=%lu\n",
             startups, begins, ends, begin_flags, last_flags, vm, fib_enter, fib_leave, fib_depth_sum,
             fib_min, fib_max, fib_not_static, add_enter, add_sync, add_static, add_receivers,
             add_zero, payloads, payload_longs, payload_arrays, array_longs, array_arity_bad,
             deleted, ggc_start, ggc_end, scav_start, scav_end, user_events, reported,
             classes_reported, arrays_reported, tree_objects, reported_twice, tree_refs,
-            tree_ids_known, nodes_allocated, thread_name, thread_priority, group_name);
+            tree_ids_known, nodes_allocated, thread_name, thread_priority, group_name,
+            reverse_enter, reverse_leave);
     if (out != stdout) fclose(out);
     return 0;
 }
