@@ -534,7 +534,7 @@ fn the_debian_package_serves_the_tomcat_drop_in_unedited_and_leaves_nothing_when
     let man = root_command("sh", &["-c", "zcat /usr/share/man/man1/jlive.1.gz"]);
     let man = String::from_utf8_lossy(&man.stdout).to_string();
     assert!(man.starts_with(".TH JLIVE 1"), "{}", man);
-    for said in ["jlive attach PID", "capture   events | bci"] {
+    for said in ["jlive attach PID", "capture   bci | events"] {
         assert!(man.contains(said), "the man page says {:?}", said);
     }
 
