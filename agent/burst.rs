@@ -16,6 +16,9 @@ use jlive_writer::record::{BurstScope, Message, MethodKey, RecordKind, ThreadKey
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// The warning that a burst's allocations go unrecorded under capture=bci, given once.
+static ALLOC_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// What one burst records (VA/Java's ExeOn/OnLight/Off, GCOn/OnLight/Off, AllocOn/Off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BurstFlags {
@@ -214,6 +217,14 @@ impl Profiler {
             crate::plugin::begin(self, flags);
         }
         crate::capture::bci::set_gate(flags.methods, flags.alloc, self.options.monitors, to_plugin);
+        if flags.alloc
+            && self.uses_bci()
+            && !self.options.alloc
+            && self.options.plugin.is_none()
+            && !ALLOC_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            log::warn("a burst asks for allocations (the Java API's InsTrcTypeAllocOn), but under capture=bci allocation sites are rewritten only with alloc=on (or plugin=) given at start-up: none is recorded");
+        }
         self.switch_events(jvmti, flags, true);
         state.flags = Some(flags);
         state.opened = Some(Instant::now());

@@ -263,12 +263,9 @@ pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jt
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
-        append(p, RecordKind::ThreadStart, clock::ticks(), 0, 0, 0, || {
-            attach_java_thread(p, jvmti, thread)
-        });
         // Described before it had a name (AttachCurrentThread runs Thread's constructor on
-        // the thread, instrumented under capture=bci): described again, now it has one. The
-        // writer names a thread when it first writes its records, later than this.
+        // the thread, instrumented under capture=bci): described again, now it has one, before
+        // this record (the writer names a thread when it first writes its records).
         if let Some(b) = crate::buffer::Hub::current() {
             if p.registry.thread_unnamed(b.key) {
                 if let Some(info) = describe_thread(p, jvmti, thread) {
@@ -276,6 +273,9 @@ pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jt
                 }
             }
         }
+        append(p, RecordKind::ThreadStart, clock::ticks(), 0, 0, 0, || {
+            attach_java_thread(p, jvmti, thread)
+        });
     });
 }
 

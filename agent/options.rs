@@ -546,6 +546,7 @@ impl Options {
                 "values=on serves the live visualizer's value filters: it goes with live=".into(),
             ));
         }
+
         if let Control::Tcp(addr) = &o.control {
             if !addr.ip().is_loopback() && o.token.is_none() {
                 return Err(OptionError(format!(

@@ -534,6 +534,9 @@ fn add_capabilities(jvmti: Jvmti, o: &Options, attached: bool) -> Result<Capabil
     // live=: the visualizer's "track monitor contention" switches contended monitors on for
     // its bursts (no cost until then).
     // Under capture=events, its value filters read arguments from the frames' locals.
+    if o.values && o.capture != Capture::Events {
+        log::warn("values=on: the visualizer's argument and field value filters need capture=events; under capture=bci (the default) they record nothing");
+    }
     if o.live.is_some() {
         let locals =
             (o.values && o.capture == Capture::Events).then_some(cap::ACCESS_LOCAL_VARIABLES);

@@ -376,7 +376,7 @@ fi
 if [ -f "$jar" ]; then
     # format=orca (issue 29): concurrency events only, recorded from start-up, against no agent.
     echo "== format=orca: h2's script, concurrency events from start-up, median of $rounds interleaved runs"
-    orca_setups=("" "format=orca" "format=orca,capture=bci")
+    orca_setups=("" "format=orca,capture=events" "format=orca,capture=bci")
     declare -A orca_t
     started=$(cpu_times)
     for _ in $(seq "$rounds"); do

@@ -10,8 +10,8 @@ import java.lang.management.ManagementFactory;
  * and dropped (K = 200), three user events, garbage until the young generation was collected
  * twice, two System.gc() calls (and the collections the JVM counted meanwhile), and a tree of
  * 13 Nodes and 4 Node[] arrays (16 references) reported by reportObjectReferences(), and
- * 100,000 calls of Integer.reverseBytes, an intrinsic candidate (C2 compiles main's loop and
- * may run its own code for them). A second burst, methods only: fib(10) (177 calls).
+ * 100,000 calls of Integer.reverseBytes, an intrinsic candidate (once C2 compiles the loop
+ * that makes them, it may run its own code for them). A second burst, methods only: fib(10) (177 calls).
  *
  * <p>Argument: the library for tracingStartup ("-" when the agent's plugin= loaded it).
  */
@@ -83,6 +83,16 @@ public class UserTrace {
         return new long[] {full, young};
     }
 
+    /** Calls of Integer.reverseBytes, in a method of their own: main, running when the burst
+     * instrumented, keeps its old code. */
+    static int reverse(int n) {
+        int reversed = 0;
+        for (int i = 0; i < n; i++) {
+            reversed ^= Integer.reverseBytes(i);
+        }
+        return reversed;
+    }
+
     public static void main(String[] args) throws Exception {
         String lib = args.length > 0 ? args[0] : "-";
         int k = 200;
@@ -114,10 +124,7 @@ public class UserTrace {
         System.gc();
         root = tree(3);
         InstrumentVMSupport.reportObjectReferences();
-        int reversed = 0;
-        for (int i = 0; i < 100_000; i++) {
-            reversed ^= Integer.reverseBytes(i);
-        }
+        int reversed = reverse(100_000);
         InstrumentVMSupport.tracingEnd();
         long[] after = collections();
         InstrumentVMSupport.tracingBegin(InstrumentVMSupport.InsTrcTypeExeOn

@@ -148,6 +148,21 @@ pub struct BciStats {
 }
 
 impl BciStats {
+    /// The counters a class's instrumentation adds to.
+    fn per_class(&self) -> [&AtomicU64; 9] {
+        [
+            &self.classes,
+            &self.untouched,
+            &self.methods,
+            &self.padded,
+            &self.intrinsic,
+            &self.call_sites,
+            &self.native,
+            &self.skipped,
+            &self.failed_classes,
+        ]
+    }
+
     pub fn summary(&self) -> String {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
@@ -1095,9 +1110,15 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     // The classes of CALLEES_FIRST first, alone, so that their callers in the rest wrap
     // their calls; twice, as they call each other's (String calls StringLatin1's, which
     // calls String's): the first pass learns them all.
+    // The first pass is not counted.
     let (callees, rest) = work.as_slice().split_at(first);
-    for _ in 0..2 {
-        retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    let counts = || p.bci.per_class().map(|c| c.load(Ordering::Relaxed));
+    let before = counts();
+    retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    let learned = counts();
+    retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    for ((c, b), l) in p.bci.per_class().iter().zip(before).zip(learned) {
+        c.fetch_sub(l - b, Ordering::Relaxed);
     }
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {

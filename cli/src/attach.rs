@@ -34,9 +34,9 @@ pub const USAGE: &str = "\
 usage: jlive attach PID [AGENT OPTIONS]
   loads libjlive.so into the running HotSpot JVM PID (JDK 11 or newer) through the JVM's
   attach mechanism, as the JVM's user; no JDK tool needed. Agent options as for jlive run
-  (key=value or --key value); attached, their defaults are capture=bci and start=paused:
-  bursts then come from jlive ctl --pid PID start/stop. A running JVM gives method entry
-  and exit events only to agents loaded at start-up, so capture=events is refused.
+  (key=value or --key value); attached, start=paused is their default: bursts then come
+  from jlive ctl --pid PID start/stop. A running JVM gives method entry and exit events
+  only to agents loaded at start-up, so capture=events is refused.
   Attaching again to a JVM that has jlive says so and changes nothing.
 ";
 

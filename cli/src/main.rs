@@ -49,8 +49,8 @@ usage:
         instead of its method events (TPTP only), as record=tree writes them
   jlive attach PID [AGENT OPTIONS]
         load jlive into a running HotSpot JVM (JDK 11+) through its attach mechanism, as
-        the JVM's user; attached, the defaults are capture=bci and start=paused (bursts
-        from jlive ctl); see jlive attach --help
+        the JVM's user; attached, start=paused is the default (bursts from jlive ctl)
+        and capture=bci the only capture; see jlive attach --help
   jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND
         drive a running JVM: start [label] | stop | mark TEXT | status | roll | flush | help
         | heap FILE (the live heap's object reference graph, written by the JVM to FILE
