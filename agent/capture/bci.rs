@@ -148,21 +148,6 @@ pub struct BciStats {
 }
 
 impl BciStats {
-    /// The counters a class's instrumentation adds to.
-    fn per_class(&self) -> [&AtomicU64; 9] {
-        [
-            &self.classes,
-            &self.untouched,
-            &self.methods,
-            &self.padded,
-            &self.intrinsic,
-            &self.call_sites,
-            &self.native,
-            &self.skipped,
-            &self.failed_classes,
-        ]
-    }
-
     pub fn summary(&self) -> String {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
@@ -1108,18 +1093,11 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     });
     let started = std::time::Instant::now();
     // The classes of CALLEES_FIRST first, alone, so that their callers in the rest wrap
-    // their calls; twice, as they call each other's (String calls StringLatin1's, which
-    // calls String's): the first pass learns them all.
-    // The first pass is not counted.
+    // their calls. Once: retransforming them a second time (for the calls they make of each
+    // other's) crashed JDK 17 under load (a SIGSEGV in VM_RedefineClasses'
+    // MetadataOnStackMark, a Tomcat serving requests at its first burst).
     let (callees, rest) = work.as_slice().split_at(first);
-    let counts = || p.bci.per_class().map(|c| c.load(Ordering::Relaxed));
-    let before = counts();
     retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
-    let learned = counts();
-    retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
-    for ((c, b), l) in p.bci.per_class().iter().zip(before).zip(learned) {
-        c.fetch_sub(l - b, Ordering::Relaxed);
-    }
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         // A second thread takes chunks as well when there is more than one: at VM init the
