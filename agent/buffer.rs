@@ -516,6 +516,17 @@ impl ThreadBuffer {
     /// panic.
     #[inline(always)]
     pub fn try_append(&self, hub: &Hub, slot: Slot) -> bool {
+        self.try_append_all(hub, [slot])
+    }
+
+    /// [`ThreadBuffer::try_append`] for two slots, both stored or neither.
+    #[inline(always)]
+    pub fn try_append_pair(&self, hub: &Hub, slots: [Slot; 2]) -> bool {
+        self.try_append_all(hub, slots)
+    }
+
+    #[inline(always)]
+    fn try_append_all<const N: usize>(&self, hub: &Hub, slots: [Slot; N]) -> bool {
         self.busy.store(true, Ordering::Relaxed);
         owner_fence();
         let clear = !self.paused.load(Ordering::Relaxed)
@@ -525,31 +536,7 @@ impl ThreadBuffer {
             // SAFETY: busy is set and no collector was seen, so none touches the vector until
             // busy is cleared (module comment); only this thread appends.
             let records = unsafe { &mut *self.records.get() };
-            let room = records.len() < hub.capacity && records.len() < records.capacity();
-            if room {
-                records.push(slot);
-            }
-            room
-        };
-        self.busy.store(false, Ordering::Release);
-        if stored {
-            self.call_key.store(NO_CALL, Ordering::Relaxed);
-        }
-        stored
-    }
-
-    /// [`ThreadBuffer::try_append`] for two slots, both stored or neither.
-    #[inline(always)]
-    pub fn try_append_pair(&self, hub: &Hub, slots: [Slot; 2]) -> bool {
-        self.busy.store(true, Ordering::Relaxed);
-        owner_fence();
-        let clear = !self.paused.load(Ordering::Relaxed)
-            && self.quiet.load(Ordering::Relaxed) == 0
-            && hub.tracing.load(Ordering::Relaxed);
-        let stored = clear && {
-            // SAFETY: as in try_append.
-            let records = unsafe { &mut *self.records.get() };
-            let room = records.len() + 2 <= hub.capacity && records.len() + 2 <= records.capacity();
+            let room = records.len() + N <= hub.capacity && records.len() + N <= records.capacity();
             if room {
                 records.extend_from_slice(&slots);
             }

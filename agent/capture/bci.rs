@@ -574,18 +574,22 @@ fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
     let Some(b) = Hub::current() else {
         return false;
     };
-    // Closed for `what`, or open to a plug-in or a trigger: the full path.
-    if GATE.load(Ordering::Relaxed) & (what | GATE_PLUGIN | GATE_TRIGGER) != what {
-        return false;
-    }
-    let Some(p) = profiler::get() else {
+    let Some(p) = fast_profiler(what, key) else {
         return false;
     };
-    // A key too big for the one-slot form (or a negative one) goes the full way.
-    if key as u32 >= COMPACT_KEYS || p.hub.overhead().is_none() {
-        return false;
-    }
     b.try_append(&p.hub, Slot::compact(form, ticks, key as u32, arg))
+}
+
+/// The profiler, when a record of `key` for gate bits `what` may take the fast path: the gate
+/// open for `what` and not to a plug-in or a trigger, a key that fits the one-slot form (not a
+/// negative one), an overhead measured.
+#[inline(always)]
+fn fast_profiler(what: i32, key: jint) -> Option<&'static Profiler> {
+    if GATE.load(Ordering::Relaxed) & (what | GATE_PLUGIN | GATE_TRIGGER) != what {
+        return None;
+    }
+    let p = profiler::get()?;
+    ((key as u32) < COMPACT_KEYS && p.hub.overhead().is_some()).then_some(p)
 }
 
 /// `JliveTrampoline.criticalAddress`: the functions its critical downcalls call.
@@ -695,16 +699,9 @@ fn called_fast(key: jint) -> bool {
     let Some(ticks) = clock::tsc() else {
         return false;
     };
-    let both = GATE_ENTRIES | GATE_EXITS;
-    if GATE.load(Ordering::Relaxed) & (both | GATE_PLUGIN | GATE_TRIGGER) != both {
-        return false;
-    }
-    let Some(p) = profiler::get() else {
+    let Some(p) = fast_profiler(GATE_ENTRIES | GATE_EXITS, key) else {
         return false;
     };
-    if key as u32 >= COMPACT_KEYS || p.hub.overhead().is_none() {
-        return false;
-    }
     let Some(begun) = b.end_call(key as u32) else {
         return true;
     };
