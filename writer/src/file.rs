@@ -50,7 +50,9 @@ pub fn create(path: &str, mode: Option<u32>) -> io::Result<File> {
         let n = N.fetch_add(1, Ordering::Relaxed);
         let fresh = dir.join(format!(".jlive-{}-{}.new", std::process::id(), n));
         // O_CREAT | O_EXCL: fails on anything already there, a symbolic link included.
+        // Readable too: a file written directly reads back the block a patch changes.
         let file = match OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .mode(mode.unwrap_or(0o666))

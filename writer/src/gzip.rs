@@ -12,6 +12,7 @@
 //! visualizer opens a `.gz` trace itself (through `GZIPInputStream`), which is why the agent
 //! gives a compressed file's name `.gz`.
 
+use crate::direct::Direct;
 use flate2::write::GzEncoder;
 use flate2::{read::MultiGzDecoder, Compression};
 use std::cell::RefCell;
@@ -35,6 +36,8 @@ const LEVEL: u32 = 1;
 /// A trace file, plain or compressed, or a live connection: what every sink writes into.
 pub enum Out {
     Plain(File),
+    /// A regular file, written around the page cache ([`crate::direct`]).
+    Direct(Box<Direct>),
     Gzip(Box<GzEncoder<File>>),
     Live(Box<LiveOut>),
 }
@@ -139,6 +142,8 @@ impl Out {
     pub fn new(file: File, gzip: bool) -> Out {
         if gzip {
             Out::Gzip(Box::new(GzEncoder::new(file, Compression::new(LEVEL))))
+        } else if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            Out::Direct(Box::new(Direct::new(file)))
         } else {
             Out::Plain(file)
         }
@@ -150,6 +155,7 @@ impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Out::Plain(f) => f.write(buf),
+            Out::Direct(d) => d.write(buf),
             Out::Gzip(z) => z.write(buf),
             Out::Live(l) => l.write(buf),
         }
@@ -158,6 +164,7 @@ impl Write for Out {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Out::Plain(f) => f.write_all(buf),
+            Out::Direct(d) => d.write_all(buf),
             Out::Gzip(z) => z.write_all(buf),
             Out::Live(l) => l.write_all(buf),
         }
@@ -166,6 +173,7 @@ impl Write for Out {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Out::Plain(f) => f.flush(),
+            Out::Direct(d) => d.flush(),
             Out::Gzip(z) => z.flush(),
             Out::Live(l) => l.flush(),
         }
@@ -177,6 +185,7 @@ impl Seek for Out {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         match self {
             Out::Plain(f) => f.seek(to),
+            Out::Direct(d) => d.seek(to),
             Out::Gzip(_) | Out::Live(_) => Err(io::Error::from_raw_os_error(libc::ESPIPE)),
         }
     }

@@ -21,6 +21,7 @@
 //! [`export`] writes it for today's viewers.
 
 pub mod check;
+pub mod direct;
 pub mod export;
 pub mod file;
 pub mod filter;
@@ -37,6 +38,7 @@ pub mod record_tree;
 pub mod resolve;
 pub mod stats;
 pub mod stck;
+pub mod sys;
 pub mod tptp;
 pub mod tree;
 pub mod writer;
