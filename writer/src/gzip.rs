@@ -142,7 +142,9 @@ impl Out {
     pub fn new(file: File, gzip: bool) -> Out {
         if gzip {
             Out::Gzip(Box::new(GzEncoder::new(file, Compression::new(LEVEL))))
-        } else if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        } else if file.metadata().is_ok_and(|m| m.file_type().is_file())
+            && crate::sys::is_read_write(&file)
+        {
             Out::Direct(Box::new(Direct::new(file)))
         } else {
             Out::Plain(file)

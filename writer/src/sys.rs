@@ -1,4 +1,4 @@
-//! The writer's one system call that std does not wrap.
+//! The writer's system calls that std does not wrap (fcntl's file status flags).
 
 use std::fs::File;
 use std::io;
@@ -23,4 +23,11 @@ pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Whether `file` was opened for both reading and writing.
+pub fn is_read_write(file: &File) -> bool {
+    // SAFETY: fcntl with F_GETFL only reads the flags of a descriptor `file` owns.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR
 }
