@@ -82,20 +82,24 @@ fn cached_budget() -> u64 {
 }
 
 impl Target {
-    /// Writes all of `bytes` at `offset`; if the file system refuses direct I/O (EINVAL),
-    /// turns it off for the file and writes through the page cache.
-    fn write_all_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
-        match self.file.write_all_at(bytes, offset) {
+    /// Runs `op` on the file; if the file system refuses direct I/O (EINVAL), turns it off for
+    /// the file and runs `op` again, through the page cache.
+    fn or_cached<T>(&self, mut op: impl FnMut(&File) -> io::Result<T>) -> io::Result<T> {
+        match op(&self.file) {
             Err(e)
                 if self.direct.load(Ordering::Relaxed)
                     && e.raw_os_error() == Some(libc::EINVAL) =>
             {
                 sys::set_direct(&self.file, false)?;
                 self.direct.store(false, Ordering::Relaxed);
-                self.file.write_all_at(bytes, offset)
+                op(&self.file)
             }
             other => other,
         }
+    }
+
+    fn write_all_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        self.or_cached(|f| f.write_all_at(bytes, offset))
     }
 
     /// Writes a partial block at the end of the file through the page cache (a direct write
@@ -110,22 +114,6 @@ impl Target {
             self.direct.store(false, Ordering::Relaxed);
         }
         written
-    }
-
-    /// Reads the block at `offset` (zeros past the end of the file); as for writes, through
-    /// the page cache if the file system refuses the direct read.
-    fn read_block_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        match read_exact_at(&self.file, buf, offset) {
-            Err(e)
-                if self.direct.load(Ordering::Relaxed)
-                    && e.raw_os_error() == Some(libc::EINVAL) =>
-            {
-                sys::set_direct(&self.file, false)?;
-                self.direct.store(false, Ordering::Relaxed);
-                read_exact_at(&self.file, buf, offset)
-            }
-            other => other,
-        }
     }
 }
 
@@ -231,7 +219,7 @@ impl Direct {
     }
 
     /// Whether writes still bypass the page cache.
-    pub fn is_direct(&self) -> bool {
+    fn is_direct(&self) -> bool {
         self.target.direct.load(Ordering::Relaxed)
     }
 
@@ -364,7 +352,8 @@ impl Direct {
             let mut scratch = vec![0u8; 2 * ALIGN];
             let s = scratch.as_ptr().align_offset(ALIGN);
             let buf = &mut scratch[s..s + ALIGN];
-            self.target.read_block_at(buf, block)?;
+            // (Every byte below the window is in the file.)
+            self.target.or_cached(|f| f.read_exact_at(buf, block))?;
             let from = (offset - block) as usize;
             let n = bytes.len().min(ALIGN - from);
             buf[from..from + n].copy_from_slice(&bytes[..n]);
@@ -439,21 +428,6 @@ impl Drop for Direct {
     fn drop(&mut self) {
         let _ = self.put_tail();
     }
-}
-
-/// Reads the block at `offset`; past the end of the file it reads as zeros.
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf[done..].fill(0);
-    Ok(())
 }
 
 #[cfg(test)]
