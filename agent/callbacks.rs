@@ -259,10 +259,13 @@ pub extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
     });
 }
 
-pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+pub extern "C" fn thread_start(env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
+        if let Some(jni) = Jni::from_callback(jni) {
+            crate::capture::owner::thread_started(jvmti, jni, thread);
+        }
         // Described before it had a name (AttachCurrentThread runs Thread's constructor on
         // the thread, instrumented under capture=bci): described again, now it has one, before
         // this record (the writer names a thread when it first writes its records).
@@ -281,10 +284,13 @@ pub extern "C" fn thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jt
 
 /// A thread's end is recorded whether or not a burst records, so that the writer lets go of
 /// what it kept of the thread; a thread that never recorded has nothing kept.
-pub extern "C" fn thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, thread: jthread) {
+pub extern "C" fn thread_end(env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
     guard(|| {
         let Some(p) = profiler::get() else { return };
         let jvmti = Jvmti::from_raw(env);
+        if let Some(jni) = Jni::from_callback(jni) {
+            crate::capture::owner::thread_ended(jni, thread);
+        }
         let ticks = clock::ticks();
         let attach = || p.hub.is_tracing() && attach_java_thread(p, jvmti, thread);
         if let Some(b) = p.hub.current_or(attach) {
@@ -347,6 +353,7 @@ fn mounted_virtual_thread(p: &'static Profiler, jvmti: Jvmti, vthread: jthread) 
 /// mount event right after).
 pub extern "C" fn virtual_thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
     guard(|| {
+        crate::capture::owner::virtual_thread_started();
         let Some(p) = profiler::get() else { return };
         let key = mounted_virtual_thread(p, Jvmti::from_raw(env), vthread);
         if let Some(b) = carrier_buffer(p) {

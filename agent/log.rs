@@ -1,6 +1,6 @@
 //! The agent's own messages. Every line starts with `jlive:`. With `log=stderr` (the
 //! default) only warnings and errors are printed, so a traced program's output stays as it
-//! was; `log=PATH` appends everything, information included.
+//! was; `log=PATH` appends everything, information included, warnings marked `warning:`.
 
 use parking_lot::Mutex;
 use std::fs::File;
@@ -27,7 +27,8 @@ fn write_line(text: &str, always: bool) {
     let mut target = TARGET.lock();
     match &mut *target {
         Some(Target::File(f)) => {
-            let _ = writeln!(f, "jlive: {}", text);
+            let mark = if always { "warning: " } else { "" };
+            let _ = writeln!(f, "jlive: {}{}", mark, text);
         }
         Some(Target::Stderr) | None if always => {
             let _ = writeln!(std::io::stderr(), "jlive: {}", text);

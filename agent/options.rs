@@ -311,7 +311,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "(none)",
         "PATH[:OPTIONS]: host a legacy JVMPI agent (JDK 1.2-5) through the JVMPI shim instead of tracing; the last option: everything after the library's ':' is the agent's own option string, commas included; only log= may come before it; at start-up only",
     ),
-    ("log", "stderr | PATH", "where jlive's own messages go"),
+    ("log", "stderr | PATH", "where jlive's own messages go: stderr gets warnings only, PATH everything, warnings marked \"warning:\""),
     ("help", "", "print this table and exit"),
 ];
 

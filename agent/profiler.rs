@@ -622,8 +622,8 @@ impl Profiler {
 
     /// JDK 21+: a virtual thread is a thread of its own in the trace. Its records are stored
     /// in its carrier's buffer between a mount and an unmount record, which tell the writer
-    /// whose they are.
-    fn follow_virtual_threads(&self, jvmti: Jvmti) {
+    /// whose they are. True when VirtualThreadStart is on.
+    fn follow_virtual_threads(&self, jvmti: Jvmti) -> bool {
         let index = |id| match jvmti.extension_event(id) {
             Ok(index) => index,
             Err(e) => {
@@ -636,7 +636,7 @@ impl Profiler {
             index(jvmti::EXTENSION_VIRTUAL_THREAD_UNMOUNT),
         ) else {
             log::warn("this JVM names no virtual thread mount events: the calls of virtual threads are their carriers'");
-            return;
+            return false;
         };
         // Both or neither: mounts without unmounts would give every carrier's later calls away.
         let both = jvmti
@@ -647,16 +647,19 @@ impl Profiler {
         if let Err(e) = both {
             let _ = jvmti.set_extension_event(mount, None);
             log::warn(&format!("cannot follow virtual threads: {}", e));
-            return;
+            return false;
         }
+        let mut started = true;
         for event in [
             jvmti::EVENT_VIRTUAL_THREAD_START,
             jvmti::EVENT_VIRTUAL_THREAD_END,
         ] {
             if let Err(e) = jvmti.set_event(event, true) {
                 log::warn(&format!("enabling JVMTI event {} failed: {}", event, e));
+                started &= event != jvmti::EVENT_VIRTUAL_THREAD_START;
             }
         }
+        started
     }
 
     /// Whether a burst records anything: to the file, or to a user trace library.
@@ -775,8 +778,12 @@ impl Profiler {
         }
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_START, true);
         let _ = jvmti.set_event(jvmti::EVENT_THREAD_END, true);
-        if self.caps.has(cap::SUPPORT_VIRTUAL_THREADS) {
-            self.follow_virtual_threads(jvmti);
+        let follows_virtual =
+            self.caps.has(cap::SUPPORT_VIRTUAL_THREADS) && self.follow_virtual_threads(jvmti);
+        if self.options.monitors {
+            // After ThreadStart is on: a thread started from here on is seen starting.
+            self.hub
+                .quietly(|| capture::owner::init(jvmti, jni, follows_virtual));
         }
         if let Some(command) = jvmti.system_property("sun.java.command") {
             let main = command.split_whitespace().next().unwrap_or("").to_string();
@@ -842,6 +849,9 @@ impl Profiler {
         });
         if self.uses_bci() {
             log::info(&format!("capture=bci: {}", self.bci.summary()));
+        }
+        if let Some(owners) = capture::owner::summary() {
+            log::info(&owners);
         }
         match summary.recv_timeout(CLOSE_TIMEOUT) {
             Ok(s) => {

@@ -91,7 +91,13 @@ fn an_orca_log_holds_exactly_the_waits_notifies_starts_joins_sleeps_and_contenti
         for capture in ["events", "bci"] {
             let dir = scratch("orca");
             let file = dir.join("t");
-            let options = format!("format=orca,capture={},file={}", capture, file.display());
+            let log = dir.join("log");
+            let options = format!(
+                "format=orca,capture={},file={},log={}",
+                capture,
+                file.display(),
+                log.display()
+            );
             let run = java(&jdk, Some(&options), &["Concurrency", "300", "5"]);
             let what = format!("{} capture={}", jdk.name, capture);
             assert_eq!(run.code, Some(0), "{}: {}", what, run.stderr);
@@ -155,6 +161,22 @@ fn an_orca_log_holds_exactly_the_waits_notifies_starts_joins_sleeps_and_contenti
             let mut want = p.monitors.clone();
             want.sort();
             assert_eq!(contended, want, "{}: contended monitors and owners", what);
+            // Their owners were read without stopping the world (a monitor taken back after
+            // a wait may still be asked at a safepoint).
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(!log.contains("warning:"), "{}: {}", what, log);
+            let read = log
+                .split("contended monitors: ")
+                .nth(1)
+                .and_then(|l| l.split(' ').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            assert!(
+                read.is_some_and(|r| r >= n("contended")),
+                "{}: owners read from ThreadInfo: {:?}\n{}",
+                what,
+                read,
+                log
+            );
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod bci;
 pub mod events;
+pub mod owner;
 pub mod sync;
 pub mod trigger;
 pub mod values;

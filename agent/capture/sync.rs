@@ -2,8 +2,8 @@
 //!
 //! - Object.wait and monitor contention: JVMTI MonitorWait/MonitorWaited and
 //!   MonitorContendedEnter/MonitorContendedEntered, on the thread that waits or blocks. The
-//!   owner of a contended monitor is asked of the JVM at once (GetObjectMonitorUsage); one
-//!   that let go meanwhile is no owner (00000000).
+//!   owner of a contended monitor is read at once, without a safepoint where it can be
+//!   ([`owner`]); one that let go meanwhile is no owner (00000000).
 //! - Thread.start, join and sleep: java/lang/Thread's own methods call [`sync_enter_object`] /
 //!   [`sync_enter`] and [`sync_exit`] (`jlive_bci::rewrite::hook_thread_methods`; Thread is
 //!   retransformed at VM init), whatever name the call went through.
@@ -18,6 +18,7 @@
 //! and the thread's buffer gets one record that points to them. None of this is on a method's
 //! hot path: these calls block or wake threads anyway.
 
+use super::owner;
 use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
 use crate::clock;
@@ -72,7 +73,8 @@ fn record(
     object: jobject,
     skip: jint,
 ) -> bool {
-    if !p.hub.is_tracing() {
+    // Not inside jlive's own Java code (the owner query's).
+    if !p.hub.is_tracing() || crate::buffer::Hub::is_quiet() {
         return false;
     }
     let ticks = clock::ticks();
@@ -113,9 +115,18 @@ fn record(
     if kind == SyncKind::Waited && !stack.first().is_some_and(|&(m, _)| is_object_wait(p, m)) {
         return false;
     }
+    // The buffer first: the owner query's Java code runs quietly on it.
+    let Some(b) = p
+        .hub
+        .current_or(|| attach_java_thread(p, jvmti, std::ptr::null_mut()))
+    else {
+        return false;
+    };
     let thread_hash = jvmti.current_thread().map_or(0, hash);
+    let object_hash = hash(object);
     let owner_hash = if kind == SyncKind::ContendedEnter {
-        jvmti.monitor_owner(object).map_or(0, hash)
+        let after_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
+        owner::owner_hash(&p.hub, jvmti, jni, object, object_hash, after_wait)
     } else {
         0
     };
@@ -129,7 +140,7 @@ fn record(
     let info = SyncInfo {
         kind,
         thread_hash,
-        object_hash: hash(object),
+        object_hash,
         owner_hash,
         object_id,
         object_class,
@@ -137,12 +148,6 @@ fn record(
             .then(|| p.registry.thread_by_hash(owner_hash))
             .flatten(),
         frames: stack,
-    };
-    let Some(b) = p
-        .hub
-        .current_or(|| attach_java_thread(p, jvmti, std::ptr::null_mut()))
-    else {
-        return false;
     };
     let key = p.registry.put_sync(info);
     if !b.append(&p.hub, RecordKind::Sync, ticks, key, 0, Some(0), true) {

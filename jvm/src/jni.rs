@@ -11,8 +11,8 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use jni_sys::{
-    jboolean, jclass, jfieldID, jint, jmethodID, jobject, jstring, jvalue, JNIEnv, JNINativeMethod,
-    JavaVM,
+    jboolean, jclass, jfieldID, jint, jlong, jmethodID, jobject, jstring, jvalue, JNIEnv,
+    JNINativeMethod, JavaVM,
 };
 use std::ffi::CStr;
 use std::marker::PhantomData;
@@ -659,12 +659,241 @@ impl<'cb> Jni<'cb> {
         bytes
     }
 
+    /// A method of `class` by name and descriptor (static or not), for [`Jni::call`]. None if
+    /// there is none, or it takes more than four arguments or returns a type `call` does not.
+    pub fn method(
+        &self,
+        class: jclass,
+        name: &CStr,
+        sig: &CStr,
+        is_static: bool,
+    ) -> Option<Method> {
+        let (params, count, ret) = Method::parse(sig.to_bytes())?;
+        // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
+        let id = unsafe {
+            if is_static {
+                ((**self.env).GetStaticMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
+            } else {
+                ((**self.env).GetMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
+            }
+        };
+        self.clear_exception();
+        (!id.is_null()).then_some(Method {
+            id,
+            is_static,
+            params,
+            count,
+            ret,
+        })
+    }
+
+    /// Calls `method` on `target` (the object, or the method's class for a static one) with
+    /// `args`. None when the arguments do not match the descriptor, the target is null, or the
+    /// method throws (the exception is cleared). An object result is a local reference.
+    pub fn call(&self, target: jobject, method: &Method, args: &[Arg]) -> Option<Value> {
+        let matches = args.len() == usize::from(method.count)
+            && args.iter().zip(method.params).all(|(a, p)| match a {
+                Arg::Int(_) => p == b'I',
+                Arg::Long(_) => p == b'J',
+                Arg::Object(_) => p == b'L' || p == b'[',
+            });
+        if !matches || target.is_null() {
+            return None;
+        }
+        let values: Vec<jvalue> = args
+            .iter()
+            .map(|a| match *a {
+                Arg::Int(i) => jvalue { i },
+                Arg::Long(j) => jvalue { j },
+                Arg::Object(l) => jvalue { l },
+            })
+            .collect();
+        let (env, id, a) = (self.env, method.id, values.as_ptr());
+        macro_rules! call {
+            ($inst:ident, $stat:ident) => {
+                // SAFETY: id was looked up on the target's class by the descriptor whose
+                // parameter types the arguments were checked against above; a static method
+                // is called on its class.
+                unsafe {
+                    if method.is_static {
+                        ((**env).$stat?)(env, target, id, a)
+                    } else {
+                        ((**env).$inst?)(env, target, id, a)
+                    }
+                }
+            };
+        }
+        let value = match method.ret {
+            b'V' => {
+                call!(CallVoidMethodA, CallStaticVoidMethodA);
+                Value::Void
+            }
+            b'Z' => Value::Boolean(call!(CallBooleanMethodA, CallStaticBooleanMethodA) != 0),
+            b'I' => Value::Int(call!(CallIntMethodA, CallStaticIntMethodA)),
+            b'J' => Value::Long(call!(CallLongMethodA, CallStaticLongMethodA)),
+            _ => Value::Object(call!(CallObjectMethodA, CallStaticObjectMethodA)),
+        };
+        (!self.clear_exception()).then_some(value)
+    }
+
+    /// An instance field of `class` by name and type descriptor.
+    pub fn field(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<Field> {
+        let kind = *sig.to_bytes().first()?;
+        // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
+        let id =
+            unsafe { ((**self.env).GetFieldID?)(self.env, class, name.as_ptr(), sig.as_ptr()) };
+        self.clear_exception();
+        (!id.is_null()).then_some(Field { id, kind })
+    }
+
+    /// The value of a `long` field of `object`; None for a field of another type or a null
+    /// object.
+    pub fn long_field(&self, object: jobject, field: &Field) -> Option<jlong> {
+        if field.kind != b'J' || object.is_null() {
+            return None;
+        }
+        // SAFETY: field is a long field looked up on the object's class (the caller's
+        // contract, as for every JNI ID); object is a live reference.
+        Some(unsafe { ((**self.env).GetLongField?)(self.env, object, field.id) })
+    }
+
+    /// A global reference, for the life of the VM (never deleted).
+    pub fn global(&self, object: jobject) -> Option<Global> {
+        let g = self.new_global(object);
+        (!g.is_null()).then_some(Global(g))
+    }
+
     /// Opens a local reference frame that is popped when the guard drops.
     pub fn local_frame(&self, capacity: jint) -> Option<LocalFrame<'cb>> {
         // SAFETY: env is valid; PushLocalFrame only reserves capacity.
         let rc = unsafe { ((**self.env).PushLocalFrame?)(self.env, capacity) };
         self.clear_exception();
         (rc == 0).then_some(LocalFrame { jni: *self })
+    }
+}
+
+/// A method looked up by [`Jni::method`], with what its descriptor takes and returns, so
+/// that [`Jni::call`] checks each call against it.
+#[derive(Clone, Copy, Debug)]
+pub struct Method {
+    id: jmethodID,
+    is_static: bool,
+    /// Each parameter's descriptor's first character (`L` for an object, `[` an array).
+    params: [u8; 4],
+    count: u8,
+    ret: u8,
+}
+
+// SAFETY: a method ID is valid on every thread while its class is loaded, and only the JVM
+// dereferences it.
+unsafe impl Send for Method {}
+// SAFETY: as above; it is only read.
+unsafe impl Sync for Method {}
+
+impl Method {
+    /// (parameter kinds, their count, the return kind) of a method descriptor; None for more
+    /// than four parameters, a malformed descriptor, or a return type [`Jni::call`] does not
+    /// take (byte, char, short, float, double).
+    fn parse(sig: &[u8]) -> Option<([u8; 4], u8, u8)> {
+        let mut params = [0u8; 4];
+        let mut count = 0;
+        let mut i = 1;
+        if sig.first() != Some(&b'(') {
+            return None;
+        }
+        // One type from `i`: its kind, and where the next begins.
+        let one = |mut i: usize| -> Option<(u8, usize)> {
+            let kind = *sig.get(i)?;
+            while sig.get(i) == Some(&b'[') {
+                i += 1;
+            }
+            match *sig.get(i)? {
+                b'L' => i += sig[i..].iter().position(|&c| c == b';')? + 1,
+                b'Z' | b'B' | b'C' | b'S' | b'I' | b'J' | b'F' | b'D' | b'V' => i += 1,
+                _ => return None,
+            }
+            Some((kind, i))
+        };
+        while *sig.get(i)? != b')' {
+            let (kind, next) = one(i)?;
+            *params.get_mut(count)? = kind;
+            count += 1;
+            i = next;
+        }
+        let (ret, end) = one(i + 1)?;
+        let takes = matches!(ret, b'V' | b'Z' | b'I' | b'J' | b'L' | b'[');
+        (takes && end == sig.len()).then_some((params, count as u8, ret))
+    }
+}
+
+/// An argument of [`Jni::call`].
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    Int(jint),
+    Long(jlong),
+    Object(jobject),
+}
+
+/// What [`Jni::call`] returns.
+#[derive(Clone, Copy, Debug)]
+pub enum Value {
+    Void,
+    Boolean(bool),
+    Int(jint),
+    Long(jlong),
+    /// A local reference, or null.
+    Object(jobject),
+}
+
+impl Value {
+    pub fn object(self) -> Option<jobject> {
+        match self {
+            Value::Object(o) if !o.is_null() => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn int(self) -> Option<jint> {
+        match self {
+            Value::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    pub fn long(self) -> Option<jlong> {
+        match self {
+            Value::Long(j) => Some(j),
+            _ => None,
+        }
+    }
+}
+
+/// An instance field looked up by [`Jni::field`], with its type's first character.
+#[derive(Clone, Copy, Debug)]
+pub struct Field {
+    id: jfieldID,
+    kind: u8,
+}
+
+// SAFETY: a field ID is valid on every thread while its class is loaded; only the JVM
+// dereferences it.
+unsafe impl Send for Field {}
+// SAFETY: as above; it is only read.
+unsafe impl Sync for Field {}
+
+/// A global reference made by [`Jni::global`], kept for the life of the VM.
+#[derive(Clone, Copy, Debug)]
+pub struct Global(jobject);
+
+// SAFETY: a global reference is valid on every thread attached to the JVM, and only the JVM
+// dereferences it.
+unsafe impl Send for Global {}
+// SAFETY: as above; it is only read.
+unsafe impl Sync for Global {}
+
+impl Global {
+    pub fn raw(&self) -> jobject {
+        self.0
     }
 }
 
@@ -803,5 +1032,31 @@ impl Vm {
             // SAFETY: as above; called on the thread being detached.
             let _ = unsafe { detach(self.0) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Method;
+
+    /// A descriptor gives each parameter's kind and the return kind; more than four
+    /// parameters, a return type `call` does not take or a malformed descriptor give none.
+    #[test]
+    fn a_method_descriptor_gives_its_parameter_and_return_kinds() {
+        let p = |s: &str| Method::parse(s.as_bytes());
+        assert_eq!(p("()V"), Some(([0; 4], 0, b'V')));
+        assert_eq!(
+            p("(J)Ljava/lang/management/ThreadInfo;"),
+            Some(([b'J', 0, 0, 0], 1, b'L'))
+        );
+        assert_eq!(
+            p("([JI[[Ljava/lang/String;Z)[J"),
+            Some(([b'[', b'I', b'[', b'Z'], 4, b'['))
+        );
+        assert_eq!(p("(IIIII)V"), None);
+        assert_eq!(p("()D"), None);
+        assert_eq!(p("(Ljava/lang/String)V"), None);
+        assert_eq!(p("(I)VX"), None);
+        assert_eq!(p("I)V"), None);
     }
 }

@@ -1,0 +1,242 @@
+//! The owner of a monitor a thread has just blocked on, read without stopping the world.
+//!
+//! JVMTI names a monitor's owner only through GetObjectMonitorUsage, which HotSpot runs as a
+//! VM operation at a safepoint: every thread stops, once per contended enter (Tomcat under wrk
+//! makes ~300 a second, and lost 5% of its requests/s to them on JDK 25). But when
+//! MonitorContendedEnter is posted for a platform thread, HotSpot has already marked it
+//! BLOCKED on that monitor, so the thread's own `ThreadMXBean.getThreadInfo(id)` (no stack:
+//! HotSpot takes no safepoint and no handshake for it) names the owner by thread ID, and
+//! Thread's `tid` field, read as each thread starts, maps the ID back to the owner.
+//!
+//! The safepoint still answers where the ThreadInfo cannot: it names another monitor or none
+//! (a virtual contender; a thread taking its monitor back after Object.wait), or an owner
+//! that is not a platform thread seen starting, or a carrier (HotSpot reports a mounted
+//! virtual owner as its carrier); and "no owner" once virtual threads run (an unmounted
+//! virtual owner is reported as none).
+//!
+//! ThreadImpl's and ThreadInfo's Java code is linked at VM init by a first call. It runs
+//! quietly ([`Hub::quietly`]): neither its calls nor a JVMTI event it causes are recorded.
+
+use crate::buffer::Hub;
+use crate::ffi::jni::{Arg, Field, Global, Jni, Method};
+use crate::ffi::jvmti::{jthread, Jvmti};
+use jni_sys::jobject;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+struct Owners {
+    /// `ManagementFactory.getThreadMXBean()`.
+    mxbean: Global,
+    /// ThreadMXBean.getThreadInfo(long), ThreadInfo.getLockInfo(), getLockOwnerId(),
+    /// LockInfo.getIdentityHashCode().
+    thread_info: Method,
+    lock_info: Method,
+    owner_id: Method,
+    lock_hash: Method,
+    /// Thread.tid.
+    tid: Field,
+    /// Live platform threads by ID: their hash codes (None for a carrier of virtual threads).
+    threads: Mutex<HashMap<i64, Option<u32>>>,
+    /// Whether an owner may be an unmounted virtual thread.
+    virtual_threads: AtomicBool,
+    /// Owners read from the contender's ThreadInfo, and asked at a safepoint.
+    read: AtomicU64,
+    asked: AtomicU64,
+}
+
+static OWNERS: OnceLock<Owners> = OnceLock::new();
+
+/// VM init (or attach), monitors on: looks up what a query needs, links its Java code with a
+/// first call, and learns the threads alive. `follows_virtual` says whether VirtualThreadStart
+/// reaches [`virtual_thread_started`] (where the JVM has virtual threads). Without
+/// java.management, every owner is asked at a safepoint.
+pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
+    let Some(_frame) = jni.local_frame(32) else {
+        return;
+    };
+    let found = (|| {
+        // The platform's own helper where it has one: ManagementFactory finds its beans
+        // through a ServiceLoader (twice the classes, 3% of h2's script).
+        let mxbean = [
+            c"sun/management/ManagementFactoryHelper",
+            c"java/lang/management/ManagementFactory",
+        ]
+        .into_iter()
+        .find_map(|name| {
+            let class = jni.find_class(name)?;
+            let get = jni.method(
+                class,
+                c"getThreadMXBean",
+                c"()Ljava/lang/management/ThreadMXBean;",
+                true,
+            )?;
+            jni.global(jni.call(class, &get, &[])?.object()?)
+        })?;
+        let bean = jni.find_class(c"java/lang/management/ThreadMXBean")?;
+        let info = jni.find_class(c"java/lang/management/ThreadInfo")?;
+        let lock = jni.find_class(c"java/lang/management/LockInfo")?;
+        let thread = jni.find_class(c"java/lang/Thread")?;
+        let jdk = jvmti
+            .system_property("java.specification.version")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0);
+        Some(Owners {
+            mxbean,
+            thread_info: jni.method(
+                bean,
+                c"getThreadInfo",
+                c"(J)Ljava/lang/management/ThreadInfo;",
+                false,
+            )?,
+            lock_info: jni.method(
+                info,
+                c"getLockInfo",
+                c"()Ljava/lang/management/LockInfo;",
+                false,
+            )?,
+            owner_id: jni.method(info, c"getLockOwnerId", c"()J", false)?,
+            lock_hash: jni.method(lock, c"getIdentityHashCode", c"()I", false)?,
+            tid: jni.field(thread, c"tid", c"J")?,
+            threads: Mutex::new(HashMap::new()),
+            virtual_threads: AtomicBool::new(jdk >= 21 && !follows_virtual),
+            read: AtomicU64::new(0),
+            asked: AtomicU64::new(0),
+        })
+    })();
+    let Some(owners) = found else {
+        crate::log::info(
+            "no java.management: the owner of each contended monitor is asked at a safepoint",
+        );
+        return;
+    };
+    let owners = OWNERS.get_or_init(|| owners);
+    for thread in jvmti.all_threads().unwrap_or_default() {
+        owners.started(jvmti, jni, thread);
+        // The first call links ThreadImpl's and ThreadInfo's code (and a thread waiting on a
+        // lock, such as the finalizer, the code that names the lock).
+        if let Some(tid) = jni.long_field(thread, &owners.tid) {
+            let _ = jni.call(owners.mxbean.raw(), &owners.thread_info, &[Arg::Long(tid)]);
+        }
+        jni.delete_local(thread);
+    }
+}
+
+impl Owners {
+    fn started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
+        let Some(tid) = jni.long_field(thread, &self.tid) else {
+            return;
+        };
+        let carrier = jni.object_class(thread).is_some_and(|c| {
+            let name = jvmti.class_signature(c);
+            jni.delete_local(c);
+            name.is_ok_and(|s| s == "Ljdk/internal/misc/CarrierThread;")
+        });
+        let hash = jvmti.object_hash_code(thread).filter(|_| !carrier);
+        self.threads.lock().insert(tid, hash);
+    }
+
+    /// The hash code of the owner of the monitor the current thread is blocked on, whose
+    /// hash code is `monitor` (0: none); None when the ThreadInfo cannot tell.
+    fn read(
+        &self,
+        hub: &Hub,
+        jvmti: Jvmti,
+        jni: Jni<'_>,
+        monitor: u32,
+        after_wait: bool,
+    ) -> Option<u32> {
+        let me = jvmti.current_thread()?;
+        let tid = jni.long_field(me, &self.tid)?;
+        jni.delete_local(me);
+        // A platform thread: a virtual one has no ThreadInfo.
+        self.threads.lock().get(&tid)?.as_ref()?;
+        // Quiet on this thread's buffer: without one, its Java calls could be recorded.
+        Hub::current()?;
+        // Some(owner ID), or None when no owner is named.
+        let named = hub.quietly(|| {
+            let info = jni
+                .call(self.mxbean.raw(), &self.thread_info, &[Arg::Long(tid)])?
+                .object()?;
+            let Some(lock) = jni.call(info, &self.lock_info, &[])?.object() else {
+                return Some(None);
+            };
+            let hash = jni.call(lock, &self.lock_hash, &[])?.int()?;
+            let owner = jni.call(info, &self.owner_id, &[])?.long()?;
+            jni.delete_local(lock);
+            jni.delete_local(info);
+            (hash as u32 == monitor).then_some((owner >= 0).then_some(owner))
+        })?;
+        match named {
+            Some(owner) => *self.threads.lock().get(&owner)?,
+            // The owner let go: HotSpot then shows the thread RUNNABLE, blocked on nothing. Not
+            // so for a thread taking its monitor back after Object.wait (it shows no monitor
+            // then either), nor for an unmounted virtual owner (shown as none).
+            None => (!after_wait && !self.virtual_threads.load(Ordering::Relaxed)).then_some(0),
+        }
+    }
+}
+
+/// ThreadStart: the thread joins the map.
+pub fn thread_started(jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
+    if let Some(o) = OWNERS.get() {
+        o.started(jvmti, jni, thread);
+    }
+}
+
+/// ThreadEnd: the thread leaves it.
+pub fn thread_ended(jni: Jni<'_>, thread: jthread) {
+    if let Some(o) = OWNERS.get() {
+        if let Some(tid) = jni.long_field(thread, &o.tid) {
+            o.threads.lock().remove(&tid);
+        }
+    }
+}
+
+/// VirtualThreadStart: from now on an owner reported as none may be an unmounted virtual
+/// thread.
+pub fn virtual_thread_started() {
+    if let Some(o) = OWNERS.get() {
+        o.virtual_threads.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hash code of the thread that owns `monitor` (whose hash code is `monitor_hash`), which
+/// the current thread has just blocked on (`after_wait`: to take it back after Object.wait);
+/// 0 when none does any more.
+pub fn owner_hash(
+    hub: &Hub,
+    jvmti: Jvmti,
+    jni: Jni<'_>,
+    monitor: jobject,
+    monitor_hash: u32,
+    after_wait: bool,
+) -> u32 {
+    if let Some(o) = OWNERS.get() {
+        if let Some(hash) = o.read(hub, jvmti, jni, monitor_hash, after_wait) {
+            o.read.fetch_add(1, Ordering::Relaxed);
+            return hash;
+        }
+        o.asked.fetch_add(1, Ordering::Relaxed);
+    }
+    jvmti
+        .monitor_owner(monitor)
+        .and_then(|t| jvmti.object_hash_code(t))
+        .unwrap_or(0)
+}
+
+/// How the owners were found, for the log; None before any contention.
+pub fn summary() -> Option<String> {
+    let o = OWNERS.get()?;
+    let (read, asked) = (
+        o.read.load(Ordering::Relaxed),
+        o.asked.load(Ordering::Relaxed),
+    );
+    (read + asked > 0).then(|| {
+        format!(
+            "contended monitors: {} owners read from the contender's ThreadInfo, {} asked at a safepoint",
+            read, asked
+        )
+    })
+}
