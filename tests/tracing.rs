@@ -1426,6 +1426,29 @@ fn both_captures_give_the_same_counts() {
     }
 }
 
+/// libjlive.so's thread-locals (its PT_TLS segment) fit glibc's default reserve of static TLS
+/// for dlopen'ed modules, 512 bytes (`glibc.rtld.optional_static_tls`): at 520 bytes the
+/// agent warned on JDK 17 (glibc 2.36) and every thread's first record took glibc's slow path.
+/// A new `thread_local!` belongs in an existing one's struct, or in a ThreadBuffer.
+#[test]
+fn the_agents_thread_locals_fit_glibcs_static_tls_reserve() {
+    let lib = std::fs::read(agent()).expect("libjlive.so");
+    let u16_at = |o: usize| u16::from_le_bytes([lib[o], lib[o + 1]]) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(lib[o..o + 8].try_into().unwrap());
+    assert_eq!(&lib[..5], b"\x7fELF\x02", "a 64-bit ELF file");
+    let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    let tls = (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .find(|&h| u32::from_le_bytes(lib[h..h + 4].try_into().unwrap()) == 7)
+        .map(|h| u64_at(h + 0x28));
+    let size = tls.expect("a PT_TLS segment");
+    assert!(
+        size <= 512,
+        "libjlive.so's thread-locals take {} bytes",
+        size
+    );
+}
+
 /// With glibc's reserve for dlopen'ed modules taken away, libjlive.so's thread-locals land
 /// outside static TLS: the agent says so (naming the remedy) and still records every call
 /// through glibc's slower TLS path, on every thread.
