@@ -26,10 +26,17 @@ pub fn is_magic(prefix: &[u8]) -> bool {
     prefix.len() >= 4 && (&prefix[..4] == MAGIC || &prefix[..4] == MAGIC_NUL)
 }
 
+/// Room past CHUNK: a method message always fits in it.
+const SLACK: usize = 4096;
+
 /// Writes the binary form.
 pub struct Encoder<W: Write> {
     out: W,
-    buf: Vec<u8>,
+    /// CHUNK + SLACK bytes, of which `len` are written; below CHUNK at each message's start.
+    buf: Box<[u8]>,
+    len: usize,
+    /// A message of another kind is built here first.
+    scratch: Vec<u8>,
     bytes: u64,
 }
 
@@ -37,7 +44,7 @@ impl<W: Write> Encoder<W> {
     /// Starts a file: the header, then the system messages (encoding, tick frequency, and the
     /// ticks and wall-clock time of `info`'s origin).
     pub fn new(out: W, info: &TraceInfo) -> io::Result<Self> {
-        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        let mut buf = Vec::with_capacity(SLACK);
         buf.extend_from_slice(MAGIC);
         buf.extend_from_slice(&[VERSION.0, VERSION.1, PLATFORM_64, LITTLE_ENDIAN]);
         buf.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
@@ -53,7 +60,42 @@ impl<W: Write> Encoder<W> {
         origin[..8].copy_from_slice(&info.origin_ticks.to_le_bytes());
         origin[8..].copy_from_slice(&info.origin_ns.to_le_bytes());
         system(&mut buf, SYSTEM_ORIGIN, &origin);
-        Ok(Encoder { out, buf, bytes: 0 })
+        let mut e = Encoder::with_output(out);
+        e.append(&buf)?;
+        Ok(e)
+    }
+
+    fn with_output(out: W) -> Self {
+        Encoder {
+            out,
+            buf: vec![0; CHUNK + SLACK].into_boxed_slice(),
+            len: 0,
+            scratch: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Appends bytes of any length.
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.len + bytes.len() > self.buf.len() {
+            self.drain()?;
+            if bytes.len() > self.buf.len() {
+                self.bytes += bytes.len() as u64;
+                return self.out.write_all(bytes);
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+        self.done_one()
+    }
+
+    /// The next `N` bytes of the buffer, to be filled whole (N is at most SLACK).
+    #[inline(always)]
+    fn next<const N: usize>(&mut self) -> &mut [u8; N] {
+        let at = self.len;
+        self.len += N;
+        // In bounds: len is below CHUNK at a message's start (done_one).
+        (&mut self.buf[at..at + N]).try_into().unwrap()
     }
 
     pub fn into_inner(self) -> W {
@@ -62,17 +104,17 @@ impl<W: Write> Encoder<W> {
 
     #[inline(always)]
     fn done_one(&mut self) -> io::Result<()> {
-        if self.buf.len() >= CHUNK {
+        if self.len >= CHUNK {
             self.drain()?;
         }
         Ok(())
     }
 
     fn drain(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
-            self.out.write_all(&self.buf)?;
-            self.bytes += self.buf.len() as u64;
-            self.buf.clear();
+        if self.len > 0 {
+            self.out.write_all(&self.buf[..self.len])?;
+            self.bytes += self.len as u64;
+            self.len = 0;
         }
         Ok(())
     }
@@ -112,46 +154,48 @@ pub fn put_message(buf: &mut Vec<u8>, m: &Message) {
 
 impl<W: Write> Encode for Encoder<W> {
     fn message(&mut self, m: &Message) -> io::Result<()> {
-        put_message(&mut self.buf, m);
-        self.done_one()
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        put_message(&mut scratch, m);
+        let appended = self.append(&scratch);
+        self.scratch = scratch;
+        appended
     }
 
     /// Its 84 bytes laid out in place: the table's attributes in order, unused ones 0 or "".
     #[inline(always)]
     fn method_entry(&mut self, m: &EntryMessage) -> io::Result<()> {
-        let mut b = [0u8; 84];
+        let b = self.next::<84>();
         b[0..2].copy_from_slice(&METHOD_ENTRY.id.to_le_bytes());
         b[2..6].copy_from_slice(&78u32.to_le_bytes());
-        // transientThreadIdRef (0) at 6..14
+        b[6..14].fill(0); // transientThreadIdRef
         b[14..22].copy_from_slice(&m.thread.to_le_bytes());
         b[22..30].copy_from_slice(&m.ticks.to_le_bytes());
         b[30..38].copy_from_slice(&m.method.to_le_bytes());
         b[38..42].copy_from_slice(&m.ticket.to_le_bytes());
         b[42..50].copy_from_slice(&m.object.to_le_bytes());
         b[50..58].copy_from_slice(&m.class.to_le_bytes());
-        // threadCpuTime, sequenceCounter (0) at 58..74
+        b[58..74].fill(0); // threadCpuTime, sequenceCounter
         b[74..82].copy_from_slice(&m.depth.to_le_bytes());
-        // collationValue, traceIdRef ("") at 82, 83
-        self.buf.extend_from_slice(&b);
+        b[82..84].fill(0); // collationValue, traceIdRef ("")
         self.done_one()
     }
 
     /// Its 85 bytes laid out in place.
     #[inline(always)]
     fn method_exit(&mut self, m: &ExitMessage) -> io::Result<()> {
-        let mut b = [0u8; 85];
+        let b = self.next::<85>();
         b[0..2].copy_from_slice(&METHOD_EXIT.id.to_le_bytes());
         b[2..6].copy_from_slice(&79u32.to_le_bytes());
-        // transientThreadIdRef (0) at 6..14
+        b[6..14].fill(0); // transientThreadIdRef
         b[14..22].copy_from_slice(&m.thread.to_le_bytes());
         b[22..30].copy_from_slice(&m.ticks.to_le_bytes());
         b[30..34].copy_from_slice(&m.ticket.to_le_bytes());
-        // threadCpuTime (0) at 34..42
+        b[34..42].fill(0); // threadCpuTime
         b[42..50].copy_from_slice(&m.method.to_le_bytes());
-        // transientObjIdRef, objIdRef, transientClassIdRef (0) at 50..74
+        b[50..74].fill(0); // transientObjIdRef, objIdRef, transientClassIdRef
         b[74..82].copy_from_slice(&m.class.to_le_bytes());
-        // sequenceCounter, collationValue, traceIdRef ("") at 82, 83, 84
-        self.buf.extend_from_slice(&b);
+        b[82..85].fill(0); // sequenceCounter, collationValue, traceIdRef ("")
         self.done_one()
     }
 
@@ -165,7 +209,7 @@ impl<W: Write> Encode for Encoder<W> {
     }
 
     fn bytes(&self) -> u64 {
-        self.bytes + self.buf.len() as u64
+        self.bytes + self.len as u64
     }
 }
 
@@ -470,17 +514,18 @@ mod tests {
             method: 77,
             class: 5,
         };
-        let mut fast = Encoder {
-            out: Vec::new(),
-            buf: Vec::new(),
-            bytes: 0,
-        };
-        fast.method_entry(&entry).unwrap();
-        fast.method_exit(&exit).unwrap();
+        // Twice over a buffer left dirty: every byte is written, zeros included.
+        let mut fast = Encoder::with_output(Vec::new());
+        fast.buf.fill(0xA5);
+        for _ in 0..2 {
+            fast.method_entry(&entry).unwrap();
+            fast.method_exit(&exit).unwrap();
+        }
         let mut table = Vec::new();
         put_message(&mut table, &entry.message());
         put_message(&mut table, &exit.message());
-        assert_eq!(fast.buf, table);
+        assert_eq!(fast.buf[..fast.len / 2], table);
+        assert_eq!(fast.buf[fast.len / 2..fast.len], table);
         assert_eq!(
             parse_message(&METHOD_ENTRY, &table[6..84]).unwrap(),
             entry.message()
