@@ -283,15 +283,21 @@ impl Hub {
     /// Runs `f` with this thread's recording muted: Java code the agent runs through JNI
     /// (Class.getComponentType) is not the application's and must not appear in its trace.
     pub fn quietly<T>(&self, f: impl FnOnce() -> T) -> T {
+        /// Lets the thread record again when dropped, even by a panic's unwinding.
+        struct Quiet(Option<&'static ThreadBuffer>);
+        impl Drop for Quiet {
+            fn drop(&mut self) {
+                if let Some(b) = self.0 {
+                    b.quiet.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
         let buffer = Hub::current();
         if let Some(b) = buffer {
             b.quiet.fetch_add(1, Ordering::Relaxed);
         }
-        let result = f();
-        if let Some(b) = buffer {
-            b.quiet.fetch_sub(1, Ordering::Relaxed);
-        }
-        result
+        let _quiet = Quiet(buffer);
+        f()
     }
 
     /// Whether the agent runs Java code of its own on this thread now ([`Hub::quietly`]).

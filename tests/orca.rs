@@ -223,6 +223,45 @@ fn javap_lines(class: &str) -> BTreeMap<(String, String), Vec<(u32, u32)>> {
     methods
 }
 
+/// A holder whose class overrides getId() (claiming main's ID) is still named as the owner of
+/// each monitor it makes a thread block on. On JDK 17, where ThreadInfo takes IDs from
+/// getId(), jlive says it asks at a safepoint instead; on JDK 25 (the final threadId()) it
+/// reads every owner from the contender's ThreadInfo.
+#[test]
+fn an_owner_whose_class_overrides_get_id_is_still_the_owner() {
+    for jdk in jdks() {
+        let dir = scratch("ownid");
+        let (file, log) = (dir.join("t"), dir.join("log"));
+        let options = format!("format=orca,file={},log={}", file.display(), log.display());
+        let run = java(&jdk, Some(&options), &["OwnId", "3"]);
+        assert_eq!(run.code, Some(0), "{}: {}", jdk.name, run.stderr);
+        let mut want = printed(&run.stdout).monitors;
+        assert_eq!(want.len(), 3, "{}: {}", jdk.name, run.stdout);
+        let monitors: BTreeSet<u32> = want.iter().map(|m| m.0).collect();
+        let trace = read_trace(&file);
+        let mut got: Vec<(u32, u32)> = trace
+            .events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Sync(s)
+                    if s.kind == SyncKind::ContendedEnter && monitors.contains(&s.object) =>
+                {
+                    Some((s.object, s.owner))
+                }
+                _ => None,
+            })
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{}: contended monitors and owners", jdk.name);
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(!log.contains("warning:"), "{}: {}", jdk.name, log);
+        let said = log.contains("OwnId$Liar; overrides Thread.getId()");
+        assert_eq!(said, jdk.name == "jdk17", "{}: {}", jdk.name, log);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn the_meta_log_gives_the_line_tables_that_javap_prints() {
     let jdk = &jdks()[0];

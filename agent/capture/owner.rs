@@ -14,6 +14,10 @@
 //! virtual owner as its carrier); and "no owner" once virtual threads run (an unmounted
 //! virtual owner is reported as none).
 //!
+//! It also answers every contention when no thread waited on a lock at VM init (the code that
+//! names a lock would be linked inside a query), and, on JDK 18 and earlier, once a Thread
+//! subclass overrides getId() (ThreadInfo takes its IDs from it there).
+//!
 //! ThreadImpl's and ThreadInfo's Java code is linked at VM init by a first call. It runs
 //! quietly ([`Hub::quietly`]): neither its calls nor a JVMTI event it causes are recorded.
 
@@ -37,6 +41,12 @@ struct Owners {
     lock_hash: Method,
     /// Thread.tid.
     tid: Field,
+    /// JDK 18 and earlier: Thread.getId(), which ThreadInfo takes a thread's ID from and a
+    /// subclass may override (later JDKs call the final threadId()).
+    get_id: Option<Method>,
+    /// Whether the ThreadInfo can be used: its code linked at VM init, and no thread's
+    /// getId() overridden (its IDs would not be `tid`s, and its code would run in the query).
+    usable: AtomicBool,
     /// Live platform threads by ID: their hash codes (None for a carrier of virtual threads).
     threads: Mutex<HashMap<i64, Option<u32>>>,
     /// Whether an owner may be an unmounted virtual thread.
@@ -79,7 +89,7 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
         let lock = jni.find_class(c"java/lang/management/LockInfo")?;
         let thread = jni.find_class(c"java/lang/Thread")?;
         let jdk = jvmti
-            .system_property("java.specification.version")
+            .system_property("java.vm.specification.version")
             .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(0);
         Some(Owners {
@@ -99,6 +109,12 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
             owner_id: jni.method(info, c"getLockOwnerId", c"()J", false)?,
             lock_hash: jni.method(lock, c"getIdentityHashCode", c"()I", false)?,
             tid: jni.field(thread, c"tid", c"J")?,
+            get_id: if jdk < 19 {
+                Some(jni.method(thread, c"getId", c"()J", false)?)
+            } else {
+                None
+            },
+            usable: AtomicBool::new(true),
             threads: Mutex::new(HashMap::new()),
             virtual_threads: AtomicBool::new(jdk >= 21 && !follows_virtual),
             read: AtomicU64::new(0),
@@ -112,14 +128,31 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
         return;
     };
     let owners = OWNERS.get_or_init(|| owners);
-    for thread in jvmti.all_threads().unwrap_or_default() {
-        owners.started(jvmti, jni, thread);
-        // The first call links ThreadImpl's and ThreadInfo's code (and a thread waiting on a
-        // lock, such as the finalizer, the code that names the lock).
-        if let Some(tid) = jni.long_field(thread, &owners.tid) {
-            let _ = jni.call(owners.mxbean.raw(), &owners.thread_info, &[Arg::Long(tid)]);
+    // The first calls link ThreadImpl's and ThreadInfo's code, and a thread waiting on a lock
+    // (the finalizer, the common cleaner) the code that names the lock: linked in a query
+    // instead, it would run a string concatenation's bootstrap while the thread blocks.
+    let mut named = false;
+    let threads = jvmti.all_threads().unwrap_or_default();
+    jni.ensure_local_capacity(threads.len());
+    for thread in threads {
+        {
+            let _each = jni.local_frame(8);
+            owners.started(jvmti, jni, thread);
+            let lock = jni
+                .long_field(thread, &owners.tid)
+                .and_then(|tid| {
+                    jni.call(owners.mxbean.raw(), &owners.thread_info, &[Arg::Long(tid)])
+                })
+                .and_then(|info| info.object())
+                .and_then(|info| jni.call(info, &owners.lock_info, &[]))
+                .and_then(|lock| lock.object());
+            named |= lock.is_some();
         }
         jni.delete_local(thread);
+    }
+    if !named {
+        owners.usable.store(false, Ordering::Relaxed);
+        crate::log::info("no thread waited on a lock at VM init: the owner of each contended monitor is asked at a safepoint");
     }
 }
 
@@ -128,11 +161,23 @@ impl Owners {
         let Some(tid) = jni.long_field(thread, &self.tid) else {
             return;
         };
-        let carrier = jni.object_class(thread).is_some_and(|c| {
-            let name = jvmti.class_signature(c);
-            jni.delete_local(c);
-            name.is_ok_and(|s| s == "Ljdk/internal/misc/CarrierThread;")
-        });
+        let Some(class) = jni.object_class(thread) else {
+            return;
+        };
+        if let Some(get_id) = &self.get_id {
+            if jni.overrides(class, c"getId", c"()J", get_id)
+                && self.usable.swap(false, Ordering::Relaxed)
+            {
+                crate::log::info(&format!(
+                    "{} overrides Thread.getId(): the owner of each contended monitor is asked at a safepoint",
+                    jvmti.class_signature(class).unwrap_or_default()
+                ));
+            }
+        }
+        let carrier = jvmti
+            .class_signature(class)
+            .is_ok_and(|s| s == "Ljdk/internal/misc/CarrierThread;");
+        jni.delete_local(class);
         let hash = jvmti.object_hash_code(thread).filter(|_| !carrier);
         self.threads.lock().insert(tid, hash);
     }
@@ -147,9 +192,12 @@ impl Owners {
         monitor: u32,
         after_wait: bool,
     ) -> Option<u32> {
+        if !self.usable.load(Ordering::Relaxed) {
+            return None;
+        }
+        let _frame = jni.local_frame(8)?;
         let me = jvmti.current_thread()?;
         let tid = jni.long_field(me, &self.tid)?;
-        jni.delete_local(me);
         // A platform thread: a virtual one has no ThreadInfo.
         self.threads.lock().get(&tid)?.as_ref()?;
         // Quiet on this thread's buffer: without one, its Java calls could be recorded.
@@ -164,8 +212,6 @@ impl Owners {
             };
             let hash = jni.call(lock, &self.lock_hash, &[])?.int()?;
             let owner = jni.call(info, &self.owner_id, &[])?.long()?;
-            jni.delete_local(lock);
-            jni.delete_local(info);
             (hash as u32 == monitor).then_some((owner >= 0).then_some(owner))
         })?;
         match named {

@@ -660,7 +660,9 @@ impl<'cb> Jni<'cb> {
     }
 
     /// A method of `class` by name and descriptor (static or not), for [`Jni::call`]. None if
-    /// there is none, or it takes more than four arguments or returns a type `call` does not.
+    /// there is none, or it takes anything but ints and longs, more than four of them, or
+    /// returns a type `call` does not. The class is kept (a global reference) for the life of
+    /// the VM: the method ID stays valid.
     pub fn method(
         &self,
         class: jclass,
@@ -678,7 +680,11 @@ impl<'cb> Jni<'cb> {
             }
         };
         self.clear_exception();
-        (!id.is_null()).then_some(Method {
+        if id.is_null() {
+            return None;
+        }
+        Some(Method {
+            class: self.global(class)?,
             id,
             is_static,
             params,
@@ -687,17 +693,56 @@ impl<'cb> Jni<'cb> {
         })
     }
 
-    /// Calls `method` on `target` (the object, or the method's class for a static one) with
-    /// `args`. None when the arguments do not match the descriptor, the target is null, or the
-    /// method throws (the exception is cleared). An object result is a local reference.
+    /// Whether `object` is an instance of `class` (false for null).
+    pub fn is_instance_of(&self, object: jobject, class: jclass) -> bool {
+        // SAFETY: both are live references (or object null, which IsInstanceOf takes).
+        !object.is_null()
+            && unsafe {
+                (**self.env)
+                    .IsInstanceOf
+                    .is_some_and(|f| f(self.env, object, class) != 0)
+            }
+    }
+
+    /// Whether `class` declares or inherits a `name`/`sig` method other than `method` (an
+    /// override of it).
+    pub fn overrides(&self, class: jclass, name: &CStr, sig: &CStr, method: &Method) -> bool {
+        // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
+        let id = unsafe {
+            (**self.env).GetMethodID.map_or(ptr::null_mut(), |f| {
+                f(self.env, class, name.as_ptr(), sig.as_ptr())
+            })
+        };
+        self.clear_exception();
+        !id.is_null() && id != method.id
+    }
+
+    /// Whether an exception is pending.
+    fn exception_pending(&self) -> bool {
+        // SAFETY: env is valid; ExceptionCheck has no preconditions.
+        unsafe {
+            (**self.env)
+                .ExceptionCheck
+                .is_some_and(|f| f(self.env) != 0)
+        }
+    }
+
+    /// Calls an instance `method` on `target`, or a static one on its class (`target` then
+    /// unused), with `args`. None when the arguments do not match the descriptor, the target
+    /// is not an instance of the method's class, an exception was already pending, or the
+    /// method throws (its exception is cleared). An object result is a local reference.
     pub fn call(&self, target: jobject, method: &Method, args: &[Arg]) -> Option<Value> {
         let matches = args.len() == usize::from(method.count)
             && args.iter().zip(method.params).all(|(a, p)| match a {
                 Arg::Int(_) => p == b'I',
                 Arg::Long(_) => p == b'J',
-                Arg::Object(_) => p == b'L' || p == b'[',
             });
-        if !matches || target.is_null() {
+        let class = method.class.raw();
+        let on = if method.is_static { class } else { target };
+        if !matches
+            || self.exception_pending()
+            || !(method.is_static || self.is_instance_of(target, class))
+        {
             return None;
         }
         let values: Vec<jvalue> = args
@@ -705,20 +750,19 @@ impl<'cb> Jni<'cb> {
             .map(|a| match *a {
                 Arg::Int(i) => jvalue { i },
                 Arg::Long(j) => jvalue { j },
-                Arg::Object(l) => jvalue { l },
             })
             .collect();
         let (env, id, a) = (self.env, method.id, values.as_ptr());
         macro_rules! call {
             ($inst:ident, $stat:ident) => {
-                // SAFETY: id was looked up on the target's class by the descriptor whose
-                // parameter types the arguments were checked against above; a static method
-                // is called on its class.
+                // SAFETY: id is a method of `class`, which the VM keeps loaded (a global
+                // reference), called on an instance of it (checked) or, static, on the class
+                // itself; its parameters are ints and longs, checked one by one above.
                 unsafe {
                     if method.is_static {
-                        ((**env).$stat?)(env, target, id, a)
+                        ((**env).$stat?)(env, on, id, a)
                     } else {
-                        ((**env).$inst?)(env, target, id, a)
+                        ((**env).$inst?)(env, on, id, a)
                     }
                 }
             };
@@ -736,24 +780,32 @@ impl<'cb> Jni<'cb> {
         (!self.clear_exception()).then_some(value)
     }
 
-    /// An instance field of `class` by name and type descriptor.
+    /// An instance field of `class` by name and type descriptor (the class kept, as for
+    /// [`Jni::method`]).
     pub fn field(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<Field> {
         let kind = *sig.to_bytes().first()?;
         // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
         let id =
             unsafe { ((**self.env).GetFieldID?)(self.env, class, name.as_ptr(), sig.as_ptr()) };
         self.clear_exception();
-        (!id.is_null()).then_some(Field { id, kind })
-    }
-
-    /// The value of a `long` field of `object`; None for a field of another type or a null
-    /// object.
-    pub fn long_field(&self, object: jobject, field: &Field) -> Option<jlong> {
-        if field.kind != b'J' || object.is_null() {
+        if id.is_null() {
             return None;
         }
-        // SAFETY: field is a long field looked up on the object's class (the caller's
-        // contract, as for every JNI ID); object is a live reference.
+        Some(Field {
+            class: self.global(class)?,
+            id,
+            kind,
+        })
+    }
+
+    /// The value of a `long` field of `object`; None for a field of another type, or an
+    /// object that is not an instance of the field's class.
+    pub fn long_field(&self, object: jobject, field: &Field) -> Option<jlong> {
+        if field.kind != b'J' || !self.is_instance_of(object, field.class.raw()) {
+            return None;
+        }
+        // SAFETY: field is a long field of a class the VM keeps loaded, read from an instance
+        // of it (checked).
         Some(unsafe { ((**self.env).GetLongField?)(self.env, object, field.id) })
     }
 
@@ -776,6 +828,8 @@ impl<'cb> Jni<'cb> {
 /// that [`Jni::call`] checks each call against it.
 #[derive(Clone, Copy, Debug)]
 pub struct Method {
+    /// Its class, kept loaded.
+    class: Global,
     id: jmethodID,
     is_static: bool,
     /// Each parameter's descriptor's first character (`L` for an object, `[` an array).
@@ -784,16 +838,16 @@ pub struct Method {
     ret: u8,
 }
 
-// SAFETY: a method ID is valid on every thread while its class is loaded, and only the JVM
-// dereferences it.
+// SAFETY: a method ID is valid on every thread while its class is loaded (a global reference
+// keeps it so), and only the JVM dereferences it.
 unsafe impl Send for Method {}
 // SAFETY: as above; it is only read.
 unsafe impl Sync for Method {}
 
 impl Method {
     /// (parameter kinds, their count, the return kind) of a method descriptor; None for more
-    /// than four parameters, a malformed descriptor, or a return type [`Jni::call`] does not
-    /// take (byte, char, short, float, double).
+    /// than four parameters, a parameter that is not an int or a long, a malformed descriptor,
+    /// or a return type [`Jni::call`] does not take (byte, char, short, float, double).
     fn parse(sig: &[u8]) -> Option<([u8; 4], u8, u8)> {
         let mut params = [0u8; 4];
         let mut count = 0;
@@ -809,13 +863,18 @@ impl Method {
             }
             match *sig.get(i)? {
                 b'L' => i += sig[i..].iter().position(|&c| c == b';')? + 1,
-                b'Z' | b'B' | b'C' | b'S' | b'I' | b'J' | b'F' | b'D' | b'V' => i += 1,
+                b'Z' | b'B' | b'C' | b'S' | b'I' | b'J' | b'F' | b'D' => i += 1,
+                // void: only as a whole return type.
+                b'V' if kind == b'V' => i += 1,
                 _ => return None,
             }
             Some((kind, i))
         };
         while *sig.get(i)? != b')' {
             let (kind, next) = one(i)?;
+            if kind != b'I' && kind != b'J' {
+                return None;
+            }
             *params.get_mut(count)? = kind;
             count += 1;
             i = next;
@@ -826,12 +885,12 @@ impl Method {
     }
 }
 
-/// An argument of [`Jni::call`].
+/// An argument of [`Jni::call`]: primitives only, whose types the descriptor fixes (an object
+/// argument of the wrong class is not something JNI would catch).
 #[derive(Clone, Copy, Debug)]
 pub enum Arg {
     Int(jint),
     Long(jlong),
-    Object(jobject),
 }
 
 /// What [`Jni::call`] returns.
@@ -871,12 +930,14 @@ impl Value {
 /// An instance field looked up by [`Jni::field`], with its type's first character.
 #[derive(Clone, Copy, Debug)]
 pub struct Field {
+    /// Its class, kept loaded.
+    class: Global,
     id: jfieldID,
     kind: u8,
 }
 
-// SAFETY: a field ID is valid on every thread while its class is loaded; only the JVM
-// dereferences it.
+// SAFETY: a field ID is valid on every thread while its class is loaded (a global reference
+// keeps it so); only the JVM dereferences it.
 unsafe impl Send for Field {}
 // SAFETY: as above; it is only read.
 unsafe impl Sync for Field {}
@@ -1040,7 +1101,8 @@ mod tests {
     use super::Method;
 
     /// A descriptor gives each parameter's kind and the return kind; more than four
-    /// parameters, a return type `call` does not take or a malformed descriptor give none.
+    /// parameters, one that is not an int or a long, a return type `call` does not take, void
+    /// anywhere but as the whole return type, or a malformed descriptor give none.
     #[test]
     fn a_method_descriptor_gives_its_parameter_and_return_kinds() {
         let p = |s: &str| Method::parse(s.as_bytes());
@@ -1049,10 +1111,12 @@ mod tests {
             p("(J)Ljava/lang/management/ThreadInfo;"),
             Some(([b'J', 0, 0, 0], 1, b'L'))
         );
-        assert_eq!(
-            p("([JI[[Ljava/lang/String;Z)[J"),
-            Some(([b'[', b'I', b'[', b'Z'], 4, b'['))
-        );
+        assert_eq!(p("(JIJ)[J"), Some(([b'J', b'I', b'J', 0], 3, b'[')));
+        assert_eq!(p("(IJJI)Z"), Some(([b'I', b'J', b'J', b'I'], 4, b'Z')));
+        assert_eq!(p("([J)V"), None);
+        assert_eq!(p("(Ljava/lang/String;)V"), None);
+        assert_eq!(p("(V)V"), None);
+        assert_eq!(p("()[V"), None);
         assert_eq!(p("(IIIII)V"), None);
         assert_eq!(p("()D"), None);
         assert_eq!(p("(Ljava/lang/String)V"), None);
