@@ -49,7 +49,7 @@ public class OwnId {
                         while (contender[0].getState() != Thread.State.BLOCKED) {
                             Thread.yield();
                         }
-                        long until = System.nanoTime() + 20_000_000L;
+                        long until = System.nanoTime() + 200_000_000L;
                         while (System.nanoTime() < until) {
                             Thread.yield();
                         }

@@ -131,24 +131,26 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
     // The first calls link ThreadImpl's and ThreadInfo's code, and a thread waiting on a lock
     // (the finalizer, the common cleaner) the code that names the lock: linked in a query
     // instead, it would run a string concatenation's bootstrap while the thread blocks.
-    let mut named = false;
     let threads = jvmti.all_threads().unwrap_or_default();
     jni.ensure_local_capacity(threads.len());
     for thread in threads {
-        {
-            let _each = jni.local_frame(8);
-            owners.started(jvmti, jni, thread);
-            let lock = jni
-                .long_field(thread, &owners.tid)
-                .and_then(|tid| {
-                    jni.call(owners.mxbean.raw(), &owners.thread_info, &[Arg::Long(tid)])
-                })
-                .and_then(|info| info.object())
-                .and_then(|info| jni.call(info, &owners.lock_info, &[]))
-                .and_then(|lock| lock.object());
-            named |= lock.is_some();
-        }
+        owners.started(jvmti, jni, thread);
         jni.delete_local(thread);
+    }
+    // A thread that waits on a lock may not have reached its wait yet (the finalizer on a
+    // busy host): asked again for up to 100 ms.
+    let mut named = false;
+    for attempt in 0..20 {
+        if !owners.usable.load(Ordering::Relaxed) {
+            return;
+        }
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        named = owners.link(jvmti, jni);
+        if named {
+            break;
+        }
     }
     if !named {
         owners.usable.store(false, Ordering::Relaxed);
@@ -157,6 +159,22 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
 }
 
 impl Owners {
+    /// Queries the live threads until one's ThreadInfo names a lock; whether one did.
+    fn link(&self, jvmti: Jvmti, jni: Jni<'_>) -> bool {
+        let _frame = jni.local_frame(8);
+        let threads = jvmti.all_threads().unwrap_or_default();
+        jni.ensure_local_capacity(threads.len());
+        threads.into_iter().any(|thread| {
+            let _each = jni.local_frame(8);
+            jni.long_field(thread, &self.tid)
+                .and_then(|tid| jni.call(self.mxbean.raw(), &self.thread_info, &[Arg::Long(tid)]))
+                .and_then(|info| info.object())
+                .and_then(|info| jni.call(info, &self.lock_info, &[]))
+                .and_then(|lock| lock.object())
+                .is_some()
+        })
+    }
+
     fn started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
         let Some(tid) = jni.long_field(thread, &self.tid) else {
             return;

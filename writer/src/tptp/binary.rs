@@ -80,8 +80,9 @@ impl<W: Write> Encoder<W> {
         if self.len + bytes.len() > self.buf.len() {
             self.drain()?;
             if bytes.len() > self.buf.len() {
+                self.out.write_all(bytes)?;
                 self.bytes += bytes.len() as u64;
-                return self.out.write_all(bytes);
+                return Ok(());
             }
         }
         self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
@@ -92,6 +93,7 @@ impl<W: Write> Encoder<W> {
     /// The next `N` bytes of the buffer, to be filled whole (N is at most SLACK).
     #[inline(always)]
     fn next<const N: usize>(&mut self) -> &mut [u8; N] {
+        const { assert!(N <= SLACK) };
         let at = self.len;
         self.len += N;
         // In bounds: len is below CHUNK at a message's start (done_one).
@@ -112,9 +114,11 @@ impl<W: Write> Encoder<W> {
 
     fn drain(&mut self) -> io::Result<()> {
         if self.len > 0 {
-            self.out.write_all(&self.buf[..self.len])?;
-            self.bytes += self.len as u64;
-            self.len = 0;
+            // Emptied even when the write fails: the buffer's invariant holds, and no byte is
+            // written twice.
+            let len = std::mem::take(&mut self.len);
+            self.out.write_all(&self.buf[..len])?;
+            self.bytes += len as u64;
         }
         Ok(())
     }
