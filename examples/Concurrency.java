@@ -1,4 +1,5 @@
 import java.util.concurrent.CountDownLatch;
+import java.util.function.BiFunction;
 
 /**
  * Concurrency events the test of format=orca counts (tests/orca.rs): a producer and a
@@ -69,6 +70,15 @@ public class Concurrency {
 
     /** One contention: `holder` holds `monitor` until `contender` is BLOCKED on it. */
     static void contend(int i) throws InterruptedException {
+        contend(i, Thread::new, "holder-", 20_000_000L);
+    }
+
+    /**
+     * One contention, the holder made by `threads` and named `holderName` + i, held `holdNanos`
+     * after the contender is BLOCKED; prints "monitor MONITOR HOLDER".
+     */
+    static void contend(int i, BiFunction<Runnable, String, Thread> threads, String holderName,
+            long holdNanos) throws InterruptedException {
         Monitor monitor = new Monitor();
         CountDownLatch held = new CountDownLatch(1);
         Thread[] contender = new Thread[1];
@@ -82,19 +92,19 @@ public class Concurrency {
                 monitor.hashCode();
             }
         }, "contender-" + i);
-        Thread holder = new Thread(() -> {
+        Thread holder = threads.apply(() -> {
             synchronized (monitor) {
                 held.countDown();
                 while (contender[0].getState() != Thread.State.BLOCKED) {
                     Thread.yield();
                 }
                 // Held a little longer, so that the blocked thread's event finds its owner.
-                long until = System.nanoTime() + 20_000_000L;
+                long until = System.nanoTime() + holdNanos;
                 while (System.nanoTime() < until) {
                     Thread.yield();
                 }
             }
-        }, "holder-" + i);
+        }, holderName + i);
         start(holder);
         start(contender[0]);
         join(holder);

@@ -128,17 +128,16 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
         return;
     };
     let owners = OWNERS.get_or_init(|| owners);
-    // The first calls link ThreadImpl's and ThreadInfo's code, and a thread waiting on a lock
-    // (the finalizer, the common cleaner) the code that names the lock: linked in a query
-    // instead, it would run a string concatenation's bootstrap while the thread blocks.
     let threads = jvmti.all_threads().unwrap_or_default();
     jni.ensure_local_capacity(threads.len());
     for thread in threads {
         owners.started(jvmti, jni, thread);
         jni.delete_local(thread);
     }
-    // A thread that waits on a lock may not have reached its wait yet (the finalizer on a
-    // busy host): asked again for up to 100 ms.
+    // The first calls link ThreadImpl's and ThreadInfo's code, and a thread waiting on a lock
+    // (the finalizer, the common cleaner) the code that names the lock: linked in a query
+    // instead, it would run a string concatenation's bootstrap while the thread blocks. Such a
+    // thread may not have reached its wait yet (on a busy host): asked again for up to 100 ms.
     let mut named = false;
     for attempt in 0..20 {
         if !owners.usable.load(Ordering::Relaxed) {
@@ -182,20 +181,19 @@ impl Owners {
         let Some(class) = jni.object_class(thread) else {
             return;
         };
+        let signature = jvmti.class_signature(class).unwrap_or_default();
         if let Some(get_id) = &self.get_id {
             if jni.overrides(class, c"getId", c"()J", get_id)
                 && self.usable.swap(false, Ordering::Relaxed)
             {
                 crate::log::info(&format!(
                     "{} overrides Thread.getId(): the owner of each contended monitor is asked at a safepoint",
-                    jvmti.class_signature(class).unwrap_or_default()
+                    signature
                 ));
             }
         }
-        let carrier = jvmti
-            .class_signature(class)
-            .is_ok_and(|s| s == "Ljdk/internal/misc/CarrierThread;");
         jni.delete_local(class);
+        let carrier = signature == "Ljdk/internal/misc/CarrierThread;";
         let hash = jvmti.object_hash_code(thread).filter(|_| !carrier);
         self.threads.lock().insert(tid, hash);
     }

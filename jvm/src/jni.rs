@@ -70,12 +70,7 @@ impl<'cb> Jni<'cb> {
     fn method_id(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<jmethodID> {
         // GetMethodID on the Class object's class (java.lang.Class).
         let class_class = self.object_class(class)?;
-        // SAFETY: names are NUL-terminated; class_class is a live local reference.
-        let m = unsafe {
-            ((**self.env).GetMethodID?)(self.env, class_class, name.as_ptr(), sig.as_ptr())
-        };
-        self.clear_exception();
-        (!m.is_null()).then_some(m)
+        self.method_id_in(class_class, name, sig, false)
     }
 
     /// Clears a pending exception; true if there was one.
@@ -671,18 +666,7 @@ impl<'cb> Jni<'cb> {
         is_static: bool,
     ) -> Option<Method> {
         let (params, count, ret) = Method::parse(sig.to_bytes())?;
-        // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
-        let id = unsafe {
-            if is_static {
-                ((**self.env).GetStaticMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
-            } else {
-                ((**self.env).GetMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
-            }
-        };
-        self.clear_exception();
-        if id.is_null() {
-            return None;
-        }
+        let id = self.method_id_in(class, name, sig, is_static)?;
         Some(Method {
             class: self.global(class)?,
             id,
@@ -707,14 +691,28 @@ impl<'cb> Jni<'cb> {
     /// Whether `class` declares or inherits a `name`/`sig` method other than `method` (an
     /// override of it).
     pub fn overrides(&self, class: jclass, name: &CStr, sig: &CStr, method: &Method) -> bool {
+        self.method_id_in(class, name, sig, false)
+            .is_some_and(|id| id != method.id)
+    }
+
+    /// The ID of a method of `class` (GetMethodID or GetStaticMethodID), None if it has none.
+    fn method_id_in(
+        &self,
+        class: jclass,
+        name: &CStr,
+        sig: &CStr,
+        is_static: bool,
+    ) -> Option<jmethodID> {
         // SAFETY: names are NUL-terminated; class is a live reference; exceptions are cleared.
         let id = unsafe {
-            (**self.env).GetMethodID.map_or(ptr::null_mut(), |f| {
-                f(self.env, class, name.as_ptr(), sig.as_ptr())
-            })
+            if is_static {
+                ((**self.env).GetStaticMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
+            } else {
+                ((**self.env).GetMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr())
+            }
         };
         self.clear_exception();
-        !id.is_null() && id != method.id
+        (!id.is_null()).then_some(id)
     }
 
     /// Whether an exception is pending.
