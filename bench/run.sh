@@ -153,25 +153,32 @@ if [ -f "$jar" ]; then
 fi
 echo
 
-writer_rounds=${WRITER_ROUNDS:-3}
+writer_rounds=${WRITER_ROUNDS:-5}
 echo "== writer throughput (synthetic entries and exits, 4 threads), each format, to a file and to /dev/null"
-echo "   the median of $writer_rounds interleaved rounds (a file's dirty pages synced first)"
+echo "   the median of $writer_rounds interleaved rounds (a file's dirty pages synced first); the ratios"
+echo "   are the median of each round's own (the formats side by side within a round)"
 declare -A wr
+wrate() { sed -n 's/.*= \([0-9.]*\) M events.*/\1/p'; } # throughput's line -> M events/s
+mbs() { sed -n 's/.*, \([0-9.]*\) MB\/s.*/\1/p'; }        # -> MB/s
+ratios_file="" ratios_null="" bytes_file=""
 for _ in $(seq "$writer_rounds"); do
+    declare -A line=()
     for f in binary tptp; do
         sync
-        wr[$f.file]+="$(target/release/examples/throughput 50000000 "$work/throughput.out" "$f")"$'\n'
-        wr[$f.null]+="$(target/release/examples/throughput 50000000 /dev/null "$f")"$'\n'
+        line[$f.file]=$(target/release/examples/throughput 50000000 "$work/throughput.out" "$f")
+        line[$f.null]=$(target/release/examples/throughput 50000000 /dev/null "$f")
+        wr[$f.file]+="${line[$f.file]}"$'\n'
+        wr[$f.null]+="${line[$f.null]}"$'\n'
     done
+    ratios_file+="$(ratio2 "$(wrate <<<"${line[binary.file]}")" "$(wrate <<<"${line[tptp.file]}")")"$'\n'
+    ratios_null+="$(ratio2 "$(wrate <<<"${line[binary.null]}")" "$(wrate <<<"${line[tptp.null]}")")"$'\n'
+    bytes_file+="$(ratio2 "$(mbs <<<"${line[binary.file]}")" "$(mbs <<<"${line[tptp.file]}")")"$'\n'
 done
-declare -A wm
 for k in binary.file binary.null tptp.file tptp.null; do
     # The line whose M events/s is the median.
-    line=$(printf '%s' "${wr[$k]}" | sort -t= -k2 -g | sed -n "$(((writer_rounds + 1) / 2))p")
-    echo "$line"
-    wm[$k]=$(echo "$line" | sed -n 's/.*= \([0-9.]*\) M events.*/\1/p')
+    printf '%s' "${wr[$k]}" | sort -t= -k2 -g | sed -n "$(((writer_rounds + 1) / 2))p"
 done
-echo "JinsightLive / TPTP binary events/s: $(ratio2 "${wm[binary.file]}" "${wm[tptp.file]}")x to a file (the disk: a TPTP call is 169 bytes, a JinsightLive one 44), $(ratio2 "${wm[binary.null]}" "${wm[tptp.null]}")x to /dev/null (the sinks; target <= 1.2x)"
+echo "JinsightLive / TPTP binary events/s: $(printf '%s' "$ratios_null" | median)x to /dev/null (the sinks; target <= 1.2x); $(printf '%s' "$ratios_file" | median)x to a file, where a TPTP call is 169 bytes and a JinsightLive one 44, and the file's bytes/s are $(printf '%s' "$bytes_file" | median)x (the disk bounds both)"
 sync
 target/release/examples/throughput 10000000 "$work/throughput.out" tptp-xml
 echo
@@ -477,10 +484,18 @@ echo "targets: paused >= 0.98x; format=orca >= 0.95x; its last log: $(cut -d: -f
 stolen_since "$started"
 
 # The first burst of a paused Tomcat (instrument=auto) retransforms every class loaded by then.
+stopped_by_redefinition() { # -Xlog:safepoint's file -> the RedefineClasses safepoints' count, sum and longest
+    awk '/Safepoint "RedefineClasses"/ {
+            for (i = 1; i <= NF; i++) if ($i == "Total:") { t = $(i + 1) / 1e6; n++; sum += t; if (t > max) max = t }
+         }
+         END { printf "the application stopped %d times, %.0f ms in all, the longest %.0f ms", n, sum, max }' "$1"
+}
 tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and its wall time
     local base=$work/tomcat port=18089 pid sock=$work/tomcat.sock s e answer w=""
     tomcat_base "$base" "$port" setenv
-    tomcat_up "$base" "$port" "$1" "start=paused,capture=bci,control=$sock,file=$base/logs/t.trc"
+    # The safepoints' log: how long the application stood still while the burst began.
+    JAVA_OPTS="-Xlog:safepoint=info:file=$base/logs/safepoints.txt" \
+        tomcat_up "$base" "$port" "$1" "start=paused,capture=bci,control=$sock,file=$base/logs/t.trc"
     pid=$tomcat_pid
     wrk -t2 -c8 -d5s "http://127.0.0.1:$port/index.html" >/dev/null
     if [ "$2" = loaded ]; then
@@ -497,7 +512,8 @@ tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and i
     target/release/jlive ctl --socket "$sock" stop >/dev/null 2>&1 || true
     kill "$pid"
     wait "$pid" 2>/dev/null || true
-    printf '%s; jlive ctl start returned after %.2f s\n' "$answer" "$(echo "$e - $s" | bc -l)"
+    printf '%s; jlive ctl start returned after %.2f s; %s\n' "$answer" "$(echo "$e - $s" | bc -l)" \
+        "$(stopped_by_redefinition "$base/logs/safepoints.txt")"
 }
 echo
 echo "== Tomcat's first burst, paused: every class loaded so far instrumented before it records"
