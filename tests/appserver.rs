@@ -272,7 +272,11 @@ fn a_heap_graph_of_tomcat_under_wrk_agrees_with_jcmds_histogram() {
     let port = free_port();
     let base = tomcat_base(&dir, port);
     let socket = dir.join("ctl.sock");
-    let options = format!("start=paused,control={}", socket.display());
+    let options = format!(
+        "start=paused,control={},file={}",
+        socket.display(),
+        dir.join("t.trc").display()
+    );
     let mut tomcat = start_tomcat(jdk, &dir, &base, port, &options, "");
     assert!(served(port), "Tomcat did not serve the first request");
     let url = format!("http://127.0.0.1:{}/index.html", port);

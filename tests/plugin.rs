@@ -369,7 +369,11 @@ fn a_heap_graph_holds_the_programs_tree_and_its_retainer() {
         let file = dir.join("heap.jlh");
         let mut d = Driven::start(
             &jdk,
-            &format!("start=paused,control={}", socket.display()),
+            &format!(
+                "start=paused,control={},file={}",
+                socket.display(),
+                dir.join("t.trc").display()
+            ),
             "Graph",
         );
         let answer = ok(&socket, &["heap", &file.display().to_string()]);
