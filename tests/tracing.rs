@@ -59,7 +59,7 @@ macro_rules! capture_tests {
         }
 
         /// String and Integer are loaded before the agent's VM init: capture=bci instruments
-        /// them by retransforming them there (on two threads), capture=events sees them as any.
+        /// them by retransforming them there (on up to four threads), capture=events sees them as any.
         #[test]
         fn methods_of_classes_loaded_before_vm_init_are_traced() {
             for jdk in jdks() {

@@ -1102,7 +1102,8 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
         // parsing, verifying and merging the new versions) runs in the calling thread, before
         // the safepoint. HotSpot lets threads redefine disjoint sets of classes at the same
         // time. Under load the scheduler shares the cores by thread: more threads finish
-        // sooner (Tomcat's first burst under wrk: 2.6 s with two, 2.0 s with four, on JDK 25).
+        // sooner (Tomcat's first burst under wrk, medians of 3: with two 2.06 s on JDK 17 and
+        // 2.68 s on JDK 25, with four 1.38 s and 2.28 s; idle the same).
         let chunks = rest.len().div_ceil(RETRANSFORM_CHUNK);
         let helpers: Vec<_> = (1..RETRANSFORM_THREADS.min(chunks))
             .map(|_| {
@@ -1110,7 +1111,10 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
                     .name("jlive-retransform".into())
                     .spawn_scoped(s, || {
                         crate::buffer::mark_agent_thread();
-                        p.vm.attach_daemon(c"jlive retransform")?;
+                        if p.vm.attach_daemon(c"jlive retransform").is_none() {
+                            log::warn("a retransforming thread could not attach to the JVM; the others take its chunks");
+                            return None;
+                        }
                         let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             retransform_chunks(jvmti, &work.as_slice()[first..], &next)
                         }));
@@ -1120,18 +1124,18 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
             })
             .collect();
         let mine = retransform_chunks(jvmti, rest, &next);
-        let helped = helpers.len();
-        let theirs: usize = helpers
+        // Those that ran to the end, and the chunks they took.
+        let theirs: Vec<usize> = helpers
             .into_iter()
             .filter_map(|h| h.ok()?.join().ok().flatten())
-            .sum();
+            .collect();
         log::info(&format!(
             "retransformed {} classes loaded before jlive could rewrite them in {:?} ({} chunks on the calling thread, {} on {} others); {} with nothing to trace left as they were",
             work.as_slice().len(),
             started.elapsed(),
             mine,
-            theirs,
-            helped,
+            theirs.iter().sum::<usize>(),
+            theirs.len(),
             left
         ));
     });
