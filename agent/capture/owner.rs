@@ -182,7 +182,12 @@ impl Owners {
             return;
         };
         let signature = jvmti.class_signature(class).unwrap_or_default();
-        if let Some(get_id) = &self.get_id {
+        // Once unusable, there is nothing left to learn from getId().
+        if let Some(get_id) = self
+            .get_id
+            .as_ref()
+            .filter(|_| self.usable.load(Ordering::Relaxed))
+        {
             if jni.overrides(class, c"getId", c"()J", get_id)
                 && self.usable.swap(false, Ordering::Relaxed)
             {

@@ -110,9 +110,10 @@ fn record(
             jvmti.object_hash_code(o).unwrap_or(0)
         }
     };
+    let in_object_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
     // HotSpot sends MonitorWaited, without a MonitorWait, after a wait of its own: a thread
     // that waited for another to initialize a class. Only Object.wait's count.
-    if kind == SyncKind::Waited && !stack.first().is_some_and(|&(m, _)| is_object_wait(p, m)) {
+    if kind == SyncKind::Waited && !in_object_wait {
         return false;
     }
     // The buffer first: the owner query's Java code runs quietly on it.
@@ -125,8 +126,7 @@ fn record(
     let thread_hash = jvmti.current_thread().map_or(0, hash);
     let object_hash = hash(object);
     let owner_hash = if kind == SyncKind::ContendedEnter {
-        let after_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
-        owner::owner_hash(&p.hub, jvmti, jni, object, object_hash, after_wait)
+        owner::owner_hash(&p.hub, jvmti, jni, object, object_hash, in_object_wait)
     } else {
         0
     };

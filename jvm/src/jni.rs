@@ -143,45 +143,20 @@ impl<'cb> Jni<'cb> {
 
     /// Finds a class and initializes it (GetStaticMethodID initializes its class).
     pub fn initialize_class(&self, class: &CStr, method: &CStr, sig: &CStr) -> bool {
-        // SAFETY: names are NUL-terminated; FindClass/GetStaticMethodID have no other
-        // preconditions; exceptions are cleared.
-        unsafe {
-            let Some(find) = (**self.env).FindClass else {
-                return false;
-            };
-            let c = find(self.env, class.as_ptr());
-            self.clear_exception();
-            if c.is_null() {
-                return false;
-            }
-            let Some(get) = (**self.env).GetStaticMethodID else {
-                return false;
-            };
-            let m = get(self.env, c, method.as_ptr(), sig.as_ptr());
-            self.clear_exception();
-            !m.is_null()
-        }
+        self.find_class(class)
+            .is_some_and(|c| self.method_id_in(c, method, sig, true).is_some())
     }
 
     /// Calls a static method of `class` that takes nothing and returns a boolean; None if it
     /// cannot be found or throws (the exception is cleared).
     pub fn call_static_boolean(&self, class: jclass, name: &CStr, sig: &CStr) -> Option<bool> {
-        // SAFETY: names are NUL-terminated; class is a live reference; the method takes no
+        let method = self.method_id_in(class, name, sig, true)?;
+        // SAFETY: method is a static method of class, a live reference; it takes no
         // arguments, so a null argument array is never read.
-        unsafe {
-            let method =
-                ((**self.env).GetStaticMethodID?)(self.env, class, name.as_ptr(), sig.as_ptr());
-            self.clear_exception();
-            if method.is_null() {
-                return None;
-            }
-            let r =
-                ((**self.env).CallStaticBooleanMethodA?)(self.env, class, method, std::ptr::null());
-            if self.clear_exception() {
-                return None;
-            }
-            Some(r != 0)
-        }
+        let r = unsafe {
+            ((**self.env).CallStaticBooleanMethodA?)(self.env, class, method, std::ptr::null())
+        };
+        (!self.clear_exception()).then_some(r != 0)
     }
 
     /// A static field of a class, by name and type signature.
