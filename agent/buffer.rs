@@ -544,7 +544,10 @@ impl ThreadBuffer {
             let records = unsafe { &mut *self.records.get() };
             let room = records.len() + N <= hub.capacity && records.len() + N <= records.capacity();
             if room {
-                records.extend_from_slice(&slots);
+                // push, not extend_from_slice: that one stays an out-of-line call per record.
+                for slot in slots {
+                    records.push(slot);
+                }
             }
             room
         };

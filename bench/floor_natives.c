@@ -36,3 +36,8 @@ static inline void put(uint32_t kind, jint key) {
 
 JNIEXPORT void JNICALL Java_FloorBench_enter(JNIEnv *env, jclass cls, jint key) { put(1, key); }
 JNIEXPORT void JNICALL Java_FloorBench_exit(JNIEnv *env, jclass cls, jint key) { put(2, key); }
+
+/* The same two functions for FloorBench25's FFM critical downcalls (JDK 22 and later): no
+ * JNIEnv, no class, no transition. */
+void floor_enter(int32_t key) { put(1, key); }
+void floor_exit(int32_t key) { put(2, key); }

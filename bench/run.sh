@@ -40,6 +40,8 @@ cargo build --release -q --workspace
 cargo build --release -q --workspace --examples
 lib=$PWD/target/release/libjlive.so
 "$JAVA_HOME/bin/javac" -d "$work" bench/CallBench.java bench/FloorBench.java
+# JDK 22+'s floors (FFM downcalls, and no native code at all): a class only JDK 25 runs.
+[ -x "$JDK25/bin/javac" ] && "$JDK25/bin/javac" -d "$work" bench/FloorBench25.java
 for c in empty_agent floor_natives; do
     gcc -O2 -shared -fPIC -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" \
         -o "$work/lib$c.so" "bench/$c.c"
@@ -70,7 +72,7 @@ stolen_since() { # "steal total kib" as cpu_times printed it -> one line for the
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 ratio2() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench] -> ns/iter of one run
+callbench() { # JAVA ITERATIONS agent-args... [-- "main class [its first arguments]", default CallBench] -> ns/iter of one run
     local j=$1 n=$2 main=CallBench
     shift 2
     if [ $# -ge 2 ] && [ "${*: -2:1}" = "--" ]; then
@@ -78,7 +80,7 @@ callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench]
         set -- "${@:1:$#-2}"
     fi
     sync
-    "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
+    "$j" "$@" -cp "$work" $main "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
     rm -f "$work"/cb.trc "$work"/cb.jfr
 }
 
@@ -89,7 +91,7 @@ echo "   median of $runs interleaved rounds; $("$java" -version 2>&1 | head -1);
 declare -A cb
 started=$(cpu_times)
 setups=(none limit empty floor events jvmpi bci paused tptp bcinull tptpnull)
-[ -x "$JDK25/bin/java" ] && setups+=(jfr bci25 bci25jni)
+[ -x "$JDK25/bin/java" ] && setups+=(jfr bci25 bci25jni ffm25 java25)
 for _ in $(seq "$runs"); do
     for s in "${setups[@]}"; do
         case $s in
@@ -107,6 +109,8 @@ for _ in $(seq "$runs"); do
         jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
         bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
         bci25jni) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,trampolines=jni,file=$work/cb.trc") ;;
+        ffm25) v=$(callbench "$JDK25/bin/java" "$iterations" --enable-native-access=ALL-UNNAMED -Dfloor.lib="$work/libfloor_natives.so" -- "FloorBench25 ffm") ;;
+        java25) v=$(callbench "$JDK25/bin/java" "$iterations" -- "FloorBench25 java") ;;
         esac
         cb[$s]+="$v"$'\n'
     done
@@ -114,7 +118,7 @@ done
 for s in "${setups[@]}"; do
     declare "$s=$(printf '%s' "${cb[$s]}" | median)"
 done
-jfr=${jfr:-} bci25=${bci25:-} bci25jni=${bci25jni:-}
+jfr=${jfr:-} bci25=${bci25:-} bci25jni=${bci25jni:-} ffm25=${ffm25:-} java25=${java25:-}
 printf '%-46s %10s %12s %14s\n' setup "ns/iter" "ns/call" "vs bci"
 row() { printf '%-46s %10.1f %12.1f %14s\n' "$1" "$2" "$(echo "$2 / 3" | bc -l)" "$(ratio "$2" "$bci")x"; }
 row "no agent" "$none"
@@ -131,7 +135,10 @@ row "jlive capture=bci, format=tptp, to /dev/null" "$tptpnull"
 [ -n "$jfr" ] && row "JDK 25 JFR method-trace (CallBench)" "$jfr"
 [ -n "$bci25" ] && row "JDK 25 jlive capture=bci (FFM critical downcalls)" "$bci25"
 [ -n "$bci25jni" ] && row "JDK 25 jlive capture=bci, trampolines=jni" "$bci25jni"
+[ -n "$ffm25" ] && row "JDK 25 FFM critical downcall + rdtsc + TLS store" "$ffm25"
+[ -n "$java25" ] && row "JDK 25 pure Java: nanoTime + ThreadLocal ring" "$java25"
 echo "bci / limit: $(ratio2 "$bci" "$limit")x (target <= 1.3x on JDK 25: $(ratio2 "${bci25:-$bci}" "$limit")x); floor / limit: $(ratio2 "$floor" "$limit")x"
+[ -n "$ffm25" ] && echo "on JDK 25: bci / its floor (the FFM downcall): $(ratio2 "$bci25" "$ffm25")x; FFM floor / limit: $(ratio2 "$ffm25" "$limit")x (the least a tracer calling native code reaches here); pure Java / limit: $(ratio2 "$java25" "$limit")x"
 echo "bci / floor: $(ratio "$bci" "$floor")x; events / bci: $(ratio "$events" "$bci")x; JVMPI counting agent / events: $(ratio "$jvmpi" "$events")x (target <= 1.0x)"
 echo "format=tptp / binary: $(ratio "$tptp" "$bci")x to a file, $(ratio "$tptpnull" "$bcinull")x to /dev/null (a TPTP call is 169 bytes, a JinsightLive one 44)"
 # What the floor allows on this machine: a JNI-trampoline tracer records each call with at
