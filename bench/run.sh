@@ -443,49 +443,62 @@ tomcat_up() { # BASE PORT JAVA_HOME JLIVE_OPTIONS: runs Tomcat (its pid in tomca
         sleep 0.2
     done
 }
-tomcat_rps() { # JLIVE_OPTIONS or "" [JAVA_HOME] -> requests/s of wrk over 10 s, after 10 s of warm-up
-    local base=$work/tomcat port=18089 pid rps home=${2:-$JAVA_HOME}
+tomcat_rps() { # JLIVE_OPTIONS or "" [JAVA_HOME] -> "requests/s CPU-us/request" of wrk over 10 s, after 10 s of warm-up
+    local base=$work/tomcat port=18089 pid out rps cpu home=${2:-$JAVA_HOME}
     tomcat_base "$base" "$port" "${1:+setenv}"
     tomcat_up "$base" "$port" "$home" "$1,control=off,file=$base/logs/t.trc"
     pid=$tomcat_pid
     wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" >/dev/null
-    rps=$(wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html" | awk '/Requests\/sec/ {print $2}')
+    # The JVM's CPU time (utime + stime, in clock ticks) over the measured 10 s, per request:
+    # what serving one costs, whatever share of the cores wrk left to Tomcat.
+    cpu=$(jvm_ticks "$pid")
+    out=$(wrk -t2 -c8 -d10s "http://127.0.0.1:$port/index.html")
+    cpu=$(($(jvm_ticks "$pid") - cpu))
+    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     # format=orca records from start-up: its log must check, every pair balanced.
     case "$1" in *format=orca*) target/release/jlive check "$base/logs/t.trc" >"$work/tomcat-orca-check.txt" 2>&1 ;; esac
-    echo "${rps:-0}"
+    awk -v rps="${rps:-0}" -v cpu="$cpu" -v hz="$(getconf CLK_TCK)" -v n="$(awk '/requests in/ {print $1}' <<<"$out")" \
+        'BEGIN { printf "%s %.2f\n", rps, (n > 0 ? cpu / hz * 1e6 / n : 0) }'
 }
+jvm_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 echo "== Tomcat: a static page served to wrk (2 threads, 8 connections); paused (no burst), and"
 echo "   format=orca recording its concurrency events from start-up"
 tomcat_rounds=${TOMCAT_ROUNDS:-3}
-echo "   requests/s over 10 s after 10 s of warm-up, median of $tomcat_rounds interleaved rounds"
+echo "   requests/s over 10 s after 10 s of warm-up, and the JVM's CPU time per request meanwhile;"
+echo "   medians of $tomcat_rounds interleaved rounds, the ratios the median of each round's own"
 tomcat_setups=("" "start=paused,capture=events" "start=paused,capture=bci" "start=paused,capture=bci,instrument=load" "format=orca")
 # format=orca's target on JDK 25 too (JDK 17 answers GetObjectMonitorUsage at a safepoint).
 if [ -x "$JDK25/bin/java" ]; then
     tomcat_setups+=("jdk25:" "jdk25:format=orca")
 fi
-declare -A rps
+quotient() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
+first_index() { local i; for i in "${!tomcat_setups[@]}"; do [ "${tomcat_setups[i]}" = "$1" ] && echo "$i" && return; done; echo 0; }
+declare -A rps cpr
 started=$(cpu_times)
-for _ in $(seq "$tomcat_rounds"); do
+for r in $(seq "$tomcat_rounds"); do
     for i in "${!tomcat_setups[@]}"; do
         case ${tomcat_setups[i]} in
-        jdk25:*) rps[$i]+="$(tomcat_rps "${tomcat_setups[i]#jdk25:}" "$JDK25")"$'\n' ;;
-        *) rps[$i]+="$(tomcat_rps "${tomcat_setups[i]}")"$'\n' ;;
+        jdk25:*) read -r rps[$r,$i] cpr[$r,$i] <<<"$(tomcat_rps "${tomcat_setups[i]#jdk25:}" "$JDK25")" ;;
+        *) read -r rps[$r,$i] cpr[$r,$i] <<<"$(tomcat_rps "${tomcat_setups[i]}")" ;;
         esac
     done
 done
-plain=$(printf '%s' "${rps[0]}" | median)
+# Each round's agent row against the same round's no-agent row (JDK 25's against JDK 25's):
+# neighbours in time, so a slow or fast phase of the host moves both. The ratio printed is
+# the median of the rounds' own ratios, beside the medians of requests/s themselves.
+printf '%-46s %12s %11s %13s %11s\n' setup "req/s" "vs no agent" "CPU us/req" "vs no agent"
 for i in "${!tomcat_setups[@]}"; do
-    v=$(printf '%s' "${rps[$i]}" | median)
-    case ${tomcat_setups[i]} in
-    jdk25:) plain25=$v ;;
-    esac
-    base=$plain
-    case ${tomcat_setups[i]} in jdk25:*) base=${plain25:-$plain} ;; esac
+    b=0
+    case ${tomcat_setups[i]} in jdk25:*) b=$(first_index "jdk25:") ;; esac
+    v=$(for r in $(seq "$tomcat_rounds"); do echo "${rps[$r,$i]}"; done | median)
+    c=$(for r in $(seq "$tomcat_rounds"); do echo "${cpr[$r,$i]}"; done | median)
+    vr=$(for r in $(seq "$tomcat_rounds"); do quotient "${rps[$r,$i]}" "${rps[$r,$b]}"; done | median)
+    cr=$(for r in $(seq "$tomcat_rounds"); do quotient "${cpr[$r,$i]}" "${cpr[$r,$b]}"; done | median)
     name=${tomcat_setups[i]:-no agent}
     [ "$name" = "jdk25:" ] && name="JDK 25, no agent"
-    printf '%-46s %10.0f req/s %6.2fx\n' "$name" "$v" "$(echo "$v / $base" | bc -l)"
+    printf '%-46s %12.0f %10.2fx %13.1f %10.2fx\n' "$name" "$v" "$vr" "$c" "$cr"
 done
 echo "targets: paused >= 0.98x; format=orca >= 0.95x; its last log: $(cut -d: -f2- "$work/tomcat-orca-check.txt" 2>/dev/null)"
 stolen_since "$started"
@@ -505,9 +518,9 @@ tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and i
     JAVA_OPTS="-Xlog:safepoint=info:file=$base/logs/safepoints.txt" \
         tomcat_up "$base" "$port" "$1" "start=paused,capture=bci,control=$sock,file=$base/logs/t.trc"
     pid=$tomcat_pid
-    wrk -t2 -c8 -d5s "http://127.0.0.1:$port/index.html" >/dev/null
+    wrk -t2 -c8 -d5s --latency "http://127.0.0.1:$port/index.html" >"$work/wrk-before.txt"
     if [ "$2" = loaded ]; then
-        wrk -t2 -c8 -d6s "http://127.0.0.1:$port/index.html" >/dev/null &
+        wrk -t2 -c8 -d6s --latency "http://127.0.0.1:$port/index.html" >"$work/wrk-during.txt" &
         w=$!
         sleep 2
     else
@@ -520,9 +533,13 @@ tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and i
     target/release/jlive ctl --socket "$sock" stop >/dev/null 2>&1 || true
     kill "$pid"
     wait "$pid" 2>/dev/null || true
-    printf '%s; jlive ctl start returned after %.2f s; %s\n' "$answer" "$(echo "$e - $s" | bc -l)" \
-        "$(stopped_by_redefinition "$base/logs/safepoints.txt")"
+    printf '%s; jlive ctl start returned after %.2f s; %s%s\n' "$answer" "$(echo "$e - $s" | bc -l)" \
+        "$(stopped_by_redefinition "$base/logs/safepoints.txt")" \
+        "$([ -z "$w" ] || printf '; the slowest request of the 6 s around it %s, its 99th percentile %s (the 5 s before: %s, %s)' \
+            "$(slowest "$work/wrk-during.txt")" "$(p99 "$work/wrk-during.txt")" "$(slowest "$work/wrk-before.txt")" "$(p99 "$work/wrk-before.txt")")"
 }
+slowest() { awk '$1 == "Latency" && NF >= 4 {print $4; exit}' "$1"; } # wrk --latency's output -> its Max
+p99() { awk '$1 == "99%" {print $2}' "$1"; }
 echo
 echo "== Tomcat's first burst, paused: every class loaded so far instrumented before it records"
 started=$(cpu_times)
@@ -531,5 +548,7 @@ for home in "$JAVA_HOME" ${JDK25:+$([ -x "$JDK25/bin/java" ] && echo "$JDK25")};
         printf '%-10s %-7s %s\n' "$(basename "$home" | cut -d- -f1-2)" "$load" "$(tomcat_first_burst "$home" "$load")"
     done
 done
-echo "target: under a second (loaded: wrk keeps both cores busy meanwhile)"
+echo "target: under a second (loaded: wrk keeps both cores busy meanwhile). The application"
+echo "  stops only at the RedefineClasses safepoints; the rest of the wait runs beside it, and"
+echo "  the slowest request says what a client of the loaded Tomcat waited at most"
 stolen_since "$started"
