@@ -266,7 +266,7 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
                 log::warn(&format!("{}; capture=bci traces nothing", e));
             }
         }
-        p.vm_init(p.jvmti, jni);
+        p.vm_init(p.jvmti, jni, true);
     });
     if initialized.is_none() {
         log::warn("attached, but no JNI environment on the attaching thread: nothing is traced");
@@ -710,7 +710,7 @@ impl Profiler {
 
     /// VMInit: registers the classes loaded so far, binds the Java API, opens the first burst
     /// (unless paused or delayed) and starts the control thread.
-    pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>) {
+    pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>, attached: bool) {
         let classes = Classes {
             jvmti,
             jni,
@@ -761,7 +761,9 @@ impl Profiler {
             match capture::bci::initialize_trampoline(jni) {
                 Ok(()) => {
                     if self.rewrites_at_load() {
-                        capture::bci::prepare_critical(self, jni);
+                        // At VM init nothing else runs Java code yet; attached, the
+                        // application does.
+                        capture::bci::prepare_critical(self, jni, !attached);
                         capture::bci::retransform_loaded(self, jvmti, jni);
                     }
                     // Unless capture=bci retransformed it already (include= or exclude= may

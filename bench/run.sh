@@ -479,8 +479,8 @@ started=$(cpu_times)
 for r in $(seq "$tomcat_rounds"); do
     for i in "${!tomcat_setups[@]}"; do
         case ${tomcat_setups[i]} in
-        jdk25:*) read -r rps[$r,$i] cpr[$r,$i] <<<"$(tomcat_rps "${tomcat_setups[i]#jdk25:}" "$JDK25")" ;;
-        *) read -r rps[$r,$i] cpr[$r,$i] <<<"$(tomcat_rps "${tomcat_setups[i]}")" ;;
+        jdk25:*) read -r "rps[$r,$i]" "cpr[$r,$i]" <<<"$(tomcat_rps "${tomcat_setups[i]#jdk25:}" "$JDK25")" ;;
+        *) read -r "rps[$r,$i]" "cpr[$r,$i]" <<<"$(tomcat_rps "${tomcat_setups[i]}")" ;;
         esac
     done
 done

@@ -210,8 +210,8 @@ fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
 /// before 22 have none, and keep the JNI natives. Making them loads some 350 classes of the
 /// FFM implementation (100-180 ms), which is why a paused JVM waits for its first burst.
 /// Both callers have turned the hook on, and retransform every class loaded by then right
-/// after.
-pub fn prepare_critical(p: &Profiler, jni: Jni<'_>) {
+/// after. `alone`: no other thread runs Java code meanwhile (VM init at start-up).
+pub fn prepare_critical(p: &Profiler, jni: Jni<'_>, alone: bool) {
     if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) {
         return;
     }
@@ -229,16 +229,31 @@ pub fn prepare_critical(p: &Profiler, jni: Jni<'_>) {
         return;
     };
     let started = std::time::Instant::now();
-    // The hook off meanwhile: neither read by it nor fetched from the CDS archive for it, the
-    // FFM implementation's classes load faster (JDK 25, javac traced whole: 150 -> 105 ms).
-    // Those it loads that jlive traces are retransformed with the rest, right after.
-    let _ = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, false);
+    // At VM init, the hook off meanwhile: neither read by it nor fetched from the CDS archive
+    // for it, the FFM implementation's classes load faster (JDK 25, javac traced whole: 150
+    // -> 105 ms). Those it loads that jlive traces are retransformed with the rest, right
+    // after, but a retransformation cannot add native wrappers: the one such class it loads
+    // (JDK 25), java.lang.reflect.Array, is loaded first, with the hook on. Not while the
+    // application runs (a class it loads meanwhile would lose its native wrappers), nor with
+    // monitors=on, whose call-site hooks go into classes that are not traced too.
+    if alone {
+        if let Some(array) = jni.find_class(c"java/lang/reflect/Array") {
+            jni.delete_local(array);
+        }
+    }
+    let hook_off = alone
+        && !p.options.monitors
+        && p.jvmti
+            .set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, false)
+            .is_ok();
     let made = jni.call_static_boolean(class, c"critical", c"()Z");
-    if let Err(e) = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
-        log::warn(&format!(
-            "ClassFileLoadHook could not be turned back on ({}): classes loaded from now on are not instrumented",
-            e
-        ));
+    if hook_off {
+        if let Err(e) = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
+            log::warn(&format!(
+                "ClassFileLoadHook could not be turned back on ({}): classes loaded from now on are not instrumented",
+                e
+            ));
+        }
     }
     if made != Some(true) {
         log::info("trampolines: JNI natives (this JDK has no FFM critical downcalls)");
@@ -1067,7 +1082,7 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
     }
     p.vm.with_env(|jni| {
         let _frame = jni.local_frame(16);
-        prepare_critical(p, jni);
+        prepare_critical(p, jni, false);
         // From here on ClassPrepare registers each class; those prepared before are listed
         // after it, and registered here.
         REWRITING.store(true, Ordering::SeqCst);
