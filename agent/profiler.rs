@@ -709,7 +709,8 @@ impl Profiler {
     }
 
     /// VMInit: registers the classes loaded so far, binds the Java API, opens the first burst
-    /// (unless paused or delayed) and starts the control thread.
+    /// (unless paused or delayed) and starts the control thread. `attached`: called by
+    /// Agent_OnAttach, the application running meanwhile.
     pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>, attached: bool) {
         let classes = Classes {
             jvmti,
