@@ -510,14 +510,42 @@ stopped_by_redefinition() { # -Xlog:safepoint's file -> the RedefineClasses safe
          }
          END { printf "the application stopped %d times, %.0f ms in all, the longest %.0f ms", n, sum, max }' "$1"
 }
+# An application in the Tomcat of the first burst (TomcatWork.java: H2 and Xalan from its
+# WEB-INF/lib), so that the burst finds 5,000 classes and more loaded, as issue 30 asks.
+work_app=""
+if [ -f /usr/share/java/h2.jar ] && [ -f /usr/share/java/xalan2.jar ] &&
+    "$JAVA_HOME/bin/javac" -d "$work/tomcat-work" \
+        -cp /usr/share/tomcat10/lib/servlet-api.jar:/usr/share/java/h2.jar:/usr/share/java/xalan2.jar \
+        bench/TomcatWork.java; then
+    work_app=$work/tomcat-work
+fi
+add_work_app() { # CATALINA_BASE: deploys TomcatWork at /work/run
+    local app=$1/webapps/work/WEB-INF
+    mkdir -p "$app/classes" "$app/lib"
+    cp "$work_app/TomcatWork.class" "$app/classes/"
+    cp -L /usr/share/java/h2.jar /usr/share/java/xalan2.jar /usr/share/java/serializer.jar "$app/lib/"
+    cat >"$app/web.xml" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<web-app xmlns="https://jakarta.ee/xml/ns/jakartaee" version="6.0">
+  <servlet><servlet-name>work</servlet-name><servlet-class>TomcatWork</servlet-class></servlet>
+  <servlet-mapping><servlet-name>work</servlet-name><url-pattern>/run</url-pattern></servlet-mapping>
+</web-app>
+XML
+}
 tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and its wall time
-    local base=$work/tomcat port=18089 pid sock=$work/tomcat.sock s e answer w=""
+    local base=$work/tomcat port=18089 pid sock=$work/tomcat.sock s e answer w="" ran="" loaded
     tomcat_base "$base" "$port" setenv
+    [ -z "$work_app" ] || add_work_app "$base"
     # The safepoints' log: how long the application stood still while the burst began.
     JAVA_OPTS="-Xlog:safepoint=info:file=$base/logs/safepoints.txt" \
         tomcat_up "$base" "$port" "$1" "start=paused,capture=bci,control=$sock,file=$base/logs/t.trc"
     pid=$tomcat_pid
+    [ -z "$work_app" ] || ran="; the application's request answered $(curl -s "http://127.0.0.1:$port/work/run" | tr -d "\r\n" | head -c 40)"
     wrk -t2 -c8 -d5s --latency "http://127.0.0.1:$port/index.html" >"$work/wrk-before.txt"
+    # Every class the JVM holds (the CDS archive's and the others), unloaded ones left out.
+    loaded=$("$1/bin/jcmd" "$pid" PerfCounter.print 2>/dev/null | awk -F= '
+        /^java\.cls\.(shared)?[lL]oadedClasses=/ { n += $2 } /^java\.cls\.(shared)?[uU]nloadedClasses=/ { n -= $2 }
+        END { print n + 0 }')
     if [ "$2" = loaded ]; then
         wrk -t2 -c8 -d6s --latency "http://127.0.0.1:$port/index.html" >"$work/wrk-during.txt" &
         w=$!
@@ -532,7 +560,7 @@ tomcat_first_burst() { # JAVA_HOME idle|loaded -> jlive ctl start's answer and i
     target/release/jlive ctl --socket "$sock" stop >/dev/null 2>&1 || true
     kill "$pid"
     wait "$pid" 2>/dev/null || true
-    printf '%s; jlive ctl start returned after %.2f s; %s%s\n' "$answer" "$(echo "$e - $s" | bc -l)" \
+    printf '%s classes loaded%s; %s; jlive ctl start returned after %.2f s; %s%s\n' "$loaded" "$ran" "$answer" "$(echo "$e - $s" | bc -l)" \
         "$(stopped_by_redefinition "$base/logs/safepoints.txt")" \
         "$([ -z "$w" ] || printf '; the slowest request of the 6 s around it %s, its 99th percentile %s (the 5 s before: %s, %s)' \
             "$(slowest "$work/wrk-during.txt")" "$(p99 "$work/wrk-during.txt")" "$(slowest "$work/wrk-before.txt")" "$(p99 "$work/wrk-before.txt")")"
@@ -541,6 +569,7 @@ slowest() { awk '$1 == "Latency" && NF >= 4 {print $4; exit}' "$1"; } # wrk --la
 p99() { awk '$1 == "99%" {print $2}' "$1"; }
 echo
 echo "== Tomcat's first burst, paused: every class loaded so far instrumented before it records"
+[ -n "$work_app" ] && echo "   (with an application, bench/TomcatWork.java, whose one request loaded H2 and Xalan)"
 started=$(cpu_times)
 for home in "$JAVA_HOME" ${JDK25:+$([ -x "$JDK25/bin/java" ] && echo "$JDK25")}; do
     for load in idle loaded; do
