@@ -6,20 +6,23 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
 /**
- * Two floors on JDK 22 and later, beside FloorBench's JNI one: CallBench's three calls,
- * instrumented by hand.
+ * Two floors on JDK 22 and later, beside FloorBench's JNI one (a class of its own: this one
+ * compiles with JDK 22+ only): CallBench's three calls, instrumented by hand with an entry and
+ * an exit each.
  *
  * <ul>
- * <li>{@code ffm}: each call's entry and exit reach floor_natives.c's floor_enter/floor_exit
- * through FFM critical downcalls held in static finals (no JNI transition; C2 inlines the
- * downcall). The least a tracer that calls native code from Java reaches on JDK 25.
- * <li>{@code java}: no native code at all; each entry and exit stores System.nanoTime() and
- * a key into a ThreadLocal ring of longs. System.nanoTime() is also what JFR's counterTime
- * intrinsic reads unless a recording turned on the TSC.
+ * <li>With {@code -Dfloor.lib=}: each entry and exit reaches floor_natives.c's
+ * floor_enter/floor_exit through an FFM critical downcall held in a static final (no JNI
+ * transition; C2 inlines the downcall). The least a tracer that calls native code reaches on
+ * JDK 25.
+ * <li>Without: no native code at all; each entry and exit stores System.nanoTime() and a key
+ * into a ThreadLocal ring of longs. System.nanoTime() is also what JFR's counterTime intrinsic
+ * reads unless a recording turned on the TSC.
  * </ul>
  *
- * Prints ns per iteration. Args: ffm|java, iterations, warm-up iterations; the library's path
- * comes in -Dfloor.lib=.
+ * The handles are static finals, null or not for the whole run, so C2 folds the choice away.
+ * Prints ns per iteration. Args: iterations (default 5,000,000), warm-up iterations (default
+ * 200,000).
  */
 public class FloorBench25 {
     static int sink;
@@ -40,7 +43,25 @@ public class FloorBench25 {
         }
     }
 
+    /** The ring: slot 0 holds the next index; then (ticks, key) pairs. */
+    static final ThreadLocal<long[]> RING = ThreadLocal.withInitial(() -> new long[1 + 2 * 65536]);
+
+    static void put(long key) {
+        long[] r = RING.get();
+        int i = (int) r[0];
+        if (i >= r.length - 2) {
+            i = 1;
+        }
+        r[i] = System.nanoTime();
+        r[i + 1] = key;
+        r[0] = i + 2;
+    }
+
     static void enter(int key) {
+        if (ENTER == null) {
+            put(key << 1);
+            return;
+        }
         try {
             ENTER.invokeExact(key);
         } catch (Throwable t) {
@@ -49,6 +70,10 @@ public class FloorBench25 {
     }
 
     static void exit(int key) {
+        if (EXIT == null) {
+            put(key << 1 | 1);
+            return;
+        }
         try {
             EXIT.invokeExact(key);
         } catch (Throwable t) {
@@ -77,66 +102,21 @@ public class FloorBench25 {
         return r;
     }
 
-    /** The ring: slot 0 holds the next index; then (ticks, key) pairs. */
-    static final ThreadLocal<long[]> RING = ThreadLocal.withInitial(() -> new long[1 + 2 * 65536]);
-
-    static void put(long key) {
-        long[] r = RING.get();
-        int i = (int) r[0];
-        if (i >= r.length - 2) {
-            i = 1;
-        }
-        r[i] = System.nanoTime();
-        r[i + 1] = key;
-        r[0] = i + 2;
-    }
-
-    static int javaLeaf(int x) {
-        put(6);
-        int r = x * 31 + 7;
-        put(7);
-        return r;
-    }
-
-    static int javaMid(int x) {
-        put(4);
-        int r = javaLeaf(x) ^ x;
-        put(5);
-        return r;
-    }
-
-    static int javaLoop(int x) {
-        put(2);
-        int r = javaMid(x) + 1;
-        put(3);
-        return r;
-    }
-
-    static long run(boolean ffm, int n) {
+    static long run(int n) {
         long t0 = System.nanoTime();
         int s = 0;
-        if (ffm) {
-            for (int i = 0; i < n; i++) {
-                s += loop(i);
-            }
-        } else {
-            for (int i = 0; i < n; i++) {
-                s += javaLoop(i);
-            }
+        for (int i = 0; i < n; i++) {
+            s += loop(i);
         }
         sink = s;
         return System.nanoTime() - t0;
     }
 
     public static void main(String[] args) {
-        boolean ffm = !args[0].equals("java");
-        if (ffm && ENTER == null) {
-            throw new IllegalArgumentException("ffm needs -Dfloor.lib=");
-        }
-        int n = args.length > 1 ? Integer.parseInt(args[1]) : 5_000_000;
-        int warm = args.length > 2 ? Integer.parseInt(args[2]) : 200_000;
-        run(ffm, warm);
-        long ns = run(ffm, n);
+        int n = args.length > 0 ? Integer.parseInt(args[0]) : 5_000_000;
+        int warm = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
+        run(warm);
+        long ns = run(n);
         System.out.printf("ns_per_iteration=%.2f%n", (double) ns / n);
     }
 }

@@ -72,7 +72,7 @@ stolen_since() { # "steal total kib" as cpu_times printed it -> one line for the
 ratio() { printf '%.1f' "$(echo "$1 / $2" | bc -l)"; }
 ratio2() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
-callbench() { # JAVA ITERATIONS agent-args... [-- "main class [its first arguments]", default CallBench] -> ns/iter of one run
+callbench() { # JAVA ITERATIONS agent-args... [-- main class, default CallBench] -> ns/iter of one run
     local j=$1 n=$2 main=CallBench
     shift 2
     if [ $# -ge 2 ] && [ "${*: -2:1}" = "--" ]; then
@@ -80,7 +80,7 @@ callbench() { # JAVA ITERATIONS agent-args... [-- "main class [its first argumen
         set -- "${@:1:$#-2}"
     fi
     sync
-    "$j" "$@" -cp "$work" $main "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
+    "$j" "$@" -cp "$work" "$main" "$n" 100000 2>/dev/null | sed -n 's/ns_per_iteration=//p'
     rm -f "$work"/cb.trc "$work"/cb.jfr
 }
 
@@ -109,8 +109,8 @@ for _ in $(seq "$runs"); do
         jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
         bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
         bci25jni) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,trampolines=jni,file=$work/cb.trc") ;;
-        ffm25) v=$(callbench "$JDK25/bin/java" "$iterations" --enable-native-access=ALL-UNNAMED -Dfloor.lib="$work/libfloor_natives.so" -- "FloorBench25 ffm") ;;
-        java25) v=$(callbench "$JDK25/bin/java" "$iterations" -- "FloorBench25 java") ;;
+        ffm25) v=$(callbench "$JDK25/bin/java" "$iterations" --enable-native-access=ALL-UNNAMED -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench25) ;;
+        java25) v=$(callbench "$JDK25/bin/java" "$iterations" -- FloorBench25) ;;
         esac
         cb[$s]+="$v"$'\n'
     done

@@ -50,6 +50,13 @@ macro_rules! capture_tests {
                     "{}",
                     jdk.name
                 );
+                // A native of a class the FFM set-up loads (JDK 25), its wrapper kept.
+                assert_eq!(
+                    calls_from(&trace, "Natives.main", "java/lang/reflect/Array.get"),
+                    (1000, 1000),
+                    "{}",
+                    jdk.name
+                );
                 if CAPTURE.starts_with("capture=bci") {
                     // What could not be traced is in the trace, for `jlive stats`.
                     let note = bci_note(&trace);

@@ -236,16 +236,14 @@ pub fn prepare_critical(p: &Profiler, jni: Jni<'_>, alone: bool) {
     // (JDK 25), java.lang.reflect.Array, is loaded first, with the hook on. Not while the
     // application runs (a class it loads meanwhile would lose its native wrappers), nor with
     // monitors=on, whose call-site hooks go into classes that are not traced too.
-    if alone {
+    let hook_off = alone && !p.options.monitors && {
         if let Some(array) = jni.find_class(c"java/lang/reflect/Array") {
             jni.delete_local(array);
         }
-    }
-    let hook_off = alone
-        && !p.options.monitors
-        && p.jvmti
+        p.jvmti
             .set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, false)
-            .is_ok();
+            .is_ok()
+    };
     let made = jni.call_static_boolean(class, c"critical", c"()Z");
     if hook_off {
         if let Err(e) = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
