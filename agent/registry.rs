@@ -23,7 +23,7 @@ pub struct BciKeys {
 }
 
 /// bci method keys are below this.
-pub const MAX_BCI_KEYS: u32 = 1 << 30;
+pub const MAX_BCI_KEYS: u32 = 1 << 29;
 
 #[derive(Default)]
 pub struct Registry {
@@ -184,9 +184,9 @@ impl Registry {
         self.uses_bci.store(true, Ordering::Relaxed);
     }
 
-    /// Reserves `n` consecutive bci method keys; None when the 30-bit key space is used up
-    /// (the trampolines' critical downcalls mark wrapped calls with bit 30:
-    /// `capture::bci::CALL_BIT`).
+    /// Reserves `n` consecutive bci method keys; None when the 29-bit key space is used up
+    /// (the trampolines' critical downcalls mark wrapped calls with bit 30 and leaves with
+    /// bit 29: `capture::bci::CALL_BIT`, `LEAF_BIT`).
     pub fn reserve_bci(&self, n: u32) -> Option<u32> {
         let base = self.next_bci.fetch_add(n, Ordering::Relaxed);
         base.checked_add(n)

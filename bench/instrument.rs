@@ -42,6 +42,7 @@ fn main() {
             wrap_natives: true,
             inlinable: false,
             critical: false,
+            leaves: true,
         },
     ] {
         let mut passes: Vec<f64> = (0..4).map(|_| pass(&classes, weave)).collect();

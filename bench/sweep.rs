@@ -54,6 +54,8 @@ fn weave(combination: u8) -> Weave {
         wrap_natives: combination & 4 != 0,
         inlinable: combination & 8 != 0,
         critical: false,
+        // As the agent always weaves them.
+        leaves: true,
     }
 }
 

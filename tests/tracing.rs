@@ -65,6 +65,66 @@ macro_rules! capture_tests {
             }
         }
 
+        /// Every call of a leaf is seen as any other; capture=bci records a leaf's entry and
+        /// exit by one call, at the same ticks, and only a leaf's.
+        #[test]
+        fn leaves_are_entered_and_left_as_often_as_called() {
+            const LEAVES: [&str; 5] = ["count", "setCount", "twice", "add", "name"];
+            const OTHERS: [&str; 5] = ["cell", "half", "sum", "viaLeaf", "type"];
+            for jdk in jdks() {
+                let (run, trace) = traced(&jdk, CAPTURE, &["Leaves"]);
+                assert_eq!(run.stdout.trim(), "acc 2260500 total 499500", "{}", jdk.name);
+                for method in LEAVES.iter().chain(&OTHERS) {
+                    let callee = format!("Leaves.{}", method);
+                    assert_eq!(
+                        calls_from(&trace, "Leaves.main", &callee),
+                        (1000, 1000),
+                        "{}: {}",
+                        jdk.name,
+                        callee
+                    );
+                }
+                assert_eq!(
+                    calls_from(&trace, "Leaves.viaLeaf", "Leaves.twice"),
+                    (1000, 1000),
+                    "{}: a leaf called from a method that is not one",
+                    jdk.name
+                );
+                if !CAPTURE.starts_with("capture=bci") {
+                    continue;
+                }
+                // Each method's calls that took no tick.
+                let mut entered: std::collections::HashMap<(u32, u32), (String, u64)> =
+                    Default::default();
+                let mut instant: std::collections::HashMap<String, (u64, u64)> = Default::default();
+                for (_, e) in &trace.events {
+                    match e {
+                        Event::MethodEnter(e) => {
+                            let key = (e.thread, e.ticket);
+                            entered.insert(key, (trace.method_name(e.method), e.ticks));
+                        }
+                        Event::MethodLeave(l) => {
+                            if let Some((name, ticks)) = entered.remove(&(l.thread, l.ticket)) {
+                                let tally = instant.entry(name).or_default();
+                                tally.0 += u64::from(l.ticks == ticks);
+                                tally.1 += 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                for method in LEAVES {
+                    let tally = instant[&format!("Leaves.{}", method)];
+                    let n = if method == "twice" { 2000 } else { 1000 }; // and from viaLeaf
+                    assert_eq!(tally, (n, n), "{}: {} is a leaf", jdk.name, method);
+                }
+                for method in OTHERS {
+                    let tally = instant[&format!("Leaves.{}", method)];
+                    assert_eq!(tally, (0, 1000), "{}: {} is no leaf", jdk.name, method);
+                }
+            }
+        }
+
         /// String and Integer are loaded before the agent's VM init: capture=bci instruments
         /// them by retransforming them there (on up to four threads), capture=events sees them as any.
         #[test]

@@ -32,7 +32,8 @@ use crate::profiler::{self, Profiler};
 use crate::registry::BciKeys;
 use jlive_bci::rewrite::{self, Weave, TRAMPOLINE};
 use jlive_writer::record::{
-    RecordKind, Slot, COMPACT_KEYS, FORM_ENTRY, FORM_EXIT, NO_OBJECT, PENDING_OBJECT,
+    RecordKind, Slot, COMPACT_KEYS, FORM_BARE_EXIT, FORM_ENTRY, FORM_EXIT, NO_OBJECT,
+    PENDING_OBJECT,
 };
 use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_void, CStr};
@@ -102,7 +103,10 @@ const CALLEES_FIRST: [&str; 25] = [
 /// `JliveTrampoline.callCritical`/`calledCritical` pass the key with this bit to the critical
 /// downcalls; no method key has it (`registry::MAX_BCI_KEYS`).
 const CALL_BIT: jint = 1 << 30;
-const _: () = assert!(crate::registry::MAX_BCI_KEYS <= CALL_BIT as u32);
+/// `JliveTrampoline.leafCritical` passes the key with this bit to the critical entry: the
+/// entry and exit of a leaf, recorded at once ([`leaf_fast`]).
+const LEAF_BIT: jint = 1 << 29;
+const _: () = assert!(crate::registry::MAX_BCI_KEYS <= LEAF_BIT as u32);
 
 /// What the open burst records (the JVMTI events are simply switched under capture=events).
 /// Instrumented methods read its Java copy, `JliveTrampoline.gate`, and the Java trampolines of
@@ -130,6 +134,8 @@ pub struct BciStats {
     pub untouched: AtomicU64,
     pub methods: AtomicU64,
     pub padded: AtomicU64,
+    /// Instrumented leaves, whose entry and exit one call records.
+    pub leaves: AtomicU64,
     /// Instrumented `@IntrinsicCandidate` methods (see the README: C2 may run its own code
     /// for their calls, which records nothing).
     pub intrinsic: AtomicU64,
@@ -152,10 +158,11 @@ impl BciStats {
         let classes = self.classes.load(Ordering::Relaxed);
         let untouched = self.untouched.load(Ordering::Relaxed);
         format!(
-            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} intrinsic candidates, their calls wrapped at {} call sites); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate; {} critical downcalls left to JNI",
+            "instrumented {} classes, {} methods ({} padded past the JIT's inlining limit; {} leaves, their entry and exit recorded by one call; {} intrinsic candidates, their calls wrapped at {} call sites); {} classes had nothing to trace; not traced: {} native methods, {} methods left as they were, {} classes that could not be read; {:.1} us per class read; {} trampoline calls past a closed gate; {} critical downcalls left to JNI",
             classes,
             self.methods.load(Ordering::Relaxed),
             self.padded.load(Ordering::Relaxed),
+            self.leaves.load(Ordering::Relaxed),
             self.intrinsic.load(Ordering::Relaxed),
             self.call_sites.load(Ordering::Relaxed),
             untouched,
@@ -200,6 +207,7 @@ fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
         wrap_natives: first_load && p.caps.has(cap::SET_NATIVE_METHOD_PREFIX),
         inlinable: p.options.inlinable(),
         critical,
+        leaves: true,
     }
 }
 
@@ -364,11 +372,13 @@ pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
 }
 
 fn bind(jni: Jni<'_>, class: jclass) {
-    let natives: [(&CStr, &CStr, *mut c_void); 15] = [
+    let natives: [(&CStr, &CStr, *mut c_void); 17] = [
         (c"enter0", c"(I)V", enter as *mut c_void),
         (c"call0", c"(I)V", call as *mut c_void),
         (c"called0", c"(I)V", called as *mut c_void),
         (c"enterMissed0", c"(I)V", enter_missed as *mut c_void),
+        (c"leaf0", c"(I)V", leaf as *mut c_void),
+        (c"leafMissed0", c"(I)V", leaf_missed as *mut c_void),
         (c"exitMissed0", c"(I)V", exit_missed as *mut c_void),
         (c"criticalAddress", c"(I)J", critical_address as *mut c_void),
         (
@@ -631,10 +641,15 @@ extern "system" fn critical_address(_env: *mut JNIEnv, _class: jclass, which: ji
 /// meanwhile (no JNI transition), so nothing here may block, call the JVM or take long, which
 /// is what [`fast`] is. 1 when it recorded; 0 sends the Java side to `enterMissed0`, the JNI
 /// native, for everything else.
-/// With [`CALL_BIT`], `callCritical`'s: [`call_fast`].
+/// With [`CALL_BIT`], `callCritical`'s: [`call_fast`]; with [`LEAF_BIT`], `leafCritical`'s:
+/// [`leaf_fast`].
 extern "C" fn critical_enter(key: jint) -> jint {
-    if key >= 0 && key & CALL_BIT != 0 {
-        return jint::from(call_fast(key & !CALL_BIT));
+    if key >= 0 && key & (CALL_BIT | LEAF_BIT) != 0 {
+        return jint::from(if key & CALL_BIT != 0 {
+            call_fast(key & !CALL_BIT)
+        } else {
+            leaf_fast(key & !LEAF_BIT)
+        });
     }
     jint::from(fast(GATE_ENTRIES, FORM_ENTRY, key, NO_OBJECT))
 }
@@ -759,6 +774,58 @@ fn count_missed() {
     if let Some(p) = profiler::get() {
         p.bci.critical_missed.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// `JliveTrampoline.leaf0`: the entry and exit of a leaf method (`jlive_bci::code::is_leaf`),
+/// at once and at the same ticks, its exit with no overhead of its own (`FORM_BARE_EXIT`).
+extern "system" fn leaf(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    if !leaf_fast(key) {
+        leaf_slow(key);
+    }
+}
+
+/// `JliveTrampoline.leafMissed0`: a leaf its critical downcall left to JNI, counted.
+extern "system" fn leaf_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
+    count_missed();
+    leaf_slow(key);
+}
+
+/// [`leaf`]'s common case, as [`fast`]: both records in the thread's buffer, which has room,
+/// while the burst records entries and exits.
+#[inline(always)]
+fn leaf_fast(key: jint) -> bool {
+    let Some(ticks) = clock::tsc() else {
+        return false;
+    };
+    let Some(b) = Hub::current() else {
+        return false;
+    };
+    let Some(p) = fast_profiler(GATE_ENTRIES | GATE_EXITS, key) else {
+        return false;
+    };
+    let pair = [
+        Slot::compact(FORM_ENTRY, ticks, key as u32, NO_OBJECT),
+        Slot::compact(FORM_BARE_EXIT, ticks, key as u32, 0),
+    ];
+    b.try_append_pair(&p.hub, pair)
+}
+
+#[cold]
+#[inline(never)]
+fn leaf_slow(key: jint) {
+    guard(|| {
+        callee_ran();
+        if super::trigger::armed() && !fires(key) {
+            return;
+        }
+        let ticks = clock::ticks();
+        if let Some(p) = recording(GATE_ENTRIES) {
+            entered(p, ticks, key as u64, NO_OBJECT, || current_thread(p));
+        }
+        if let Some(p) = recording(GATE_EXITS) {
+            super::left_leaf(p, ticks, key as u64, || current_thread(p));
+        }
+    });
 }
 
 extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
@@ -982,6 +1049,9 @@ fn transform(
             p.bci
                 .padded
                 .fetch_add(u64::from(out.padded), Ordering::Relaxed);
+            p.bci
+                .leaves
+                .fetch_add(u64::from(out.leaves), Ordering::Relaxed);
             p.bci
                 .intrinsic
                 .fetch_add(u64::from(out.intrinsic), Ordering::Relaxed);
@@ -1403,6 +1473,54 @@ mod tests {
                 unused
             );
         }
+    }
+
+    /// Examples/Leaves's leaves call `leaf0`; its methods that look alike (an array access,
+    /// an integer division, a loop, a call, a Class constant) and its constructor and main
+    /// call `enter0`.
+    #[test]
+    fn only_leaves_record_their_exit_with_their_entry() {
+        use jlive_bci::classfile::Code;
+        let weave = Weave {
+            leaves: true,
+            ..Weave::default()
+        };
+        let out = instrument(&example("Leaves.class"), 0, weave).unwrap();
+        let cf = ClassFile::parse(&out.bytes).unwrap();
+        let mut prologues = Vec::new();
+        for m in &cf.methods {
+            let code = m
+                .attributes
+                .iter()
+                .find(|a| cf.pool.is_utf8(a.name, b"Code"));
+            let code = Code::parse(&code.unwrap().data).unwrap();
+            // The prologue's call: getstatic gate; ifeq; sipush key; invokestatic.
+            assert_eq!(code.code[9], 0xB8);
+            let called = u16::from_be_bytes([code.code[10], code.code[11]]);
+            let (_, trampoline, _) = cf.pool.member_ref(called).unwrap();
+            let name = cf.pool.text(m.name).unwrap().into_owned();
+            prologues.push((name, String::from_utf8_lossy(trampoline).into_owned()));
+        }
+        prologues.sort();
+        let expected = [
+            ("<init>", "enter0"),
+            ("add", "leaf0"),
+            ("cell", "enter0"),
+            ("count", "leaf0"),
+            ("half", "enter0"),
+            ("main", "enter0"),
+            ("name", "leaf0"),
+            ("setCount", "leaf0"),
+            ("sum", "enter0"),
+            ("twice", "leaf0"),
+            ("type", "enter0"),
+            ("viaLeaf", "enter0"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(prologues, expected);
     }
 
     /// A call of an intrinsic candidate the hook knows is wrapped: `call` before it and

@@ -23,13 +23,40 @@ pub fn entered(
     object: u32,
     attach: impl FnOnce() -> bool,
 ) {
-    record(p, RecordKind::MethodEntry, ticks, method, object, attach);
+    record(
+        p,
+        RecordKind::MethodEntry,
+        ticks,
+        method,
+        object,
+        p.hub.overhead(),
+        attach,
+    );
 }
 
 /// Records a method exit (normal or by exception) on this thread.
 #[inline(always)]
 pub fn exited(p: &'static Profiler, ticks: u64, method: MethodKey, attach: impl FnOnce() -> bool) {
-    record(p, RecordKind::MethodExit, ticks, method, 0, attach);
+    record(
+        p,
+        RecordKind::MethodExit,
+        ticks,
+        method,
+        0,
+        p.hub.overhead(),
+        attach,
+    );
+}
+
+/// Records the exit of a leaf method whose entry was recorded at the same ticks by the same
+/// call (capture=bci): the entry's overhead is all the agent spent on it.
+pub fn left_leaf(
+    p: &'static Profiler,
+    ticks: u64,
+    method: MethodKey,
+    attach: impl FnOnce() -> bool,
+) {
+    record(p, RecordKind::MethodExit, ticks, method, 0, Some(0), attach);
 }
 
 #[inline(always)]
@@ -39,6 +66,7 @@ fn record(
     ticks: u64,
     method: MethodKey,
     arg: u32,
+    overhead: Option<u32>,
     attach: impl FnOnce() -> bool,
 ) {
     if let Some(b) = crate::buffer::Hub::current() {
@@ -48,6 +76,6 @@ fn record(
         crate::plugin::method(p, kind == RecordKind::MethodEntry, method, arg);
     }
     if let Some(buffer) = p.hub.current_or(attach) {
-        buffer.append(&p.hub, kind, ticks, method, arg, p.hub.overhead(), true);
+        buffer.append(&p.hub, kind, ticks, method, arg, overhead, true);
     }
 }

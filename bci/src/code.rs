@@ -326,6 +326,111 @@ pub fn returns_leave_only_their_value(
     Ok(true)
 }
 
+/// What a leaf may read besides its locals and constants (see [`is_leaf`]).
+pub struct LeafScope<'a> {
+    /// The internal name of the method's class.
+    pub this: &'a [u8],
+    /// The method is static (local 0 is not `this`).
+    pub is_static: bool,
+    /// The class's own static fields: the Utf8 constants of their names and descriptors.
+    pub statics: &'a [(u16, u16)],
+}
+
+/// Whether a method is a leaf whose entry and exit can be recorded together, by one call at
+/// its entry: nothing can be recorded between them and it runs a few instructions at most.
+/// So its code calls no method and can make the JVM run no Java code: it allocates nothing,
+/// names no other class (whose resolution may load it, whose initialization runs its
+/// `<clinit>`), and cannot throw an exception the JVM makes (whose constructor is Java code):
+/// no array access, no division of integers, fields only of `this` (`aload_0` right before,
+/// local 0 never stored) and the class's own statics. Every branch goes forward and no handler
+/// is declared, so it runs each instruction at most once. Getters, setters, flag tests and
+/// arithmetic helpers are such leaves: about half of javac's calls.
+pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafScope) -> bool {
+    // Most methods call one: known at a glance, before any constant is read.
+    let possible =
+        |op: u8| matches!(op, 0..=45 | 54..=107 | 110 | 111 | 114..=167 | 170..=181 | 198..=200);
+    if !code.handlers.is_empty()
+        || code.code.len() > LEAF_CODE
+        || !insns.iter().all(|i| possible(i.op))
+    {
+        return false;
+    }
+    let mut targets = Vec::new();
+    for i in insns {
+        let forward = each_target(&code.code, i, |t| {
+            targets.push(t);
+            if t > i.pc {
+                Ok(())
+            } else {
+                err("backward")
+            }
+        });
+        if forward.is_err() {
+            return false;
+        }
+    }
+    let targeted = |pc: usize| targets.contains(&pc);
+    // A field of `this`: its Fieldref names the class, and `this` was pushed right before
+    // the instruction (`before` instructions before it), on every path that reaches it.
+    let this_field = |k: usize, before: usize| -> bool {
+        let i = &insns[k];
+        if scope.is_static || k < before || (k + 1 - before..=k).any(|j| targeted(insns[j].pc)) {
+            return false;
+        }
+        let is_this = insns[k - before].op == ALOAD_0;
+        is_this && field_owner(code, pool, i).is_some_and(|(owner, _, _)| owner == scope.this)
+    };
+    insns.iter().enumerate().all(|(k, i)| match i.op {
+        // Constants, loads, stack shuffles, arithmetic without division of integers,
+        // conversions, comparisons, branches (forward, checked above), returns.
+        0..=17 | 21..=45 | 87..=107 | 110 | 111 | 114..=167 | 170..=177 | 198..=200 => true,
+        // ldc of a number or a String (a Class, MethodType, MethodHandle or dynamic constant
+        // may run Java code to resolve).
+        18..=20 => {
+            let index = if i.op == 18 {
+                u16::from(code.code[i.pc + 1])
+            } else {
+                u16::from_be_bytes([code.code[i.pc + 1], code.code[i.pc + 2]])
+            };
+            matches!(
+                pool.entries.get(usize::from(index)),
+                Some(super::classfile::Constant::Other(3..=6 | 8, _))
+            )
+        }
+        // Stores, except into local 0 of an instance method (`this` no longer).
+        54..=57 | 59..=74 | 76..=78 => true,
+        58 => scope.is_static || code.code[i.pc + 1] != 0,
+        75 => scope.is_static,
+        // getstatic, putstatic: the class's own statics (it is initialized, or being so by
+        // this thread, since its method runs).
+        178 | 179 => field_owner(code, pool, i).is_some_and(|(owner, name, descriptor)| {
+            owner == scope.this
+                && scope.statics.iter().any(|&(n, d)| {
+                    pool.utf8(n).is_ok_and(|n| n == name)
+                        && pool.utf8(d).is_ok_and(|d| d == descriptor)
+                })
+        }),
+        // getfield of `this`.
+        180 => this_field(k, 1),
+        // putfield on `this`, of a value pushed by one instruction (a constant or a load).
+        181 => k >= 1 && matches!(insns[k - 1].op, 0..=45) && this_field(k, 2),
+        _ => false,
+    })
+}
+
+/// The longest code [`is_leaf`] reads (javac's leaves are a few dozen bytes).
+const LEAF_CODE: usize = 512;
+
+/// The Fieldref of a field instruction: (owner, name, descriptor).
+fn field_owner<'p>(
+    code: &Code,
+    pool: &'p ConstantPool,
+    i: &Insn,
+) -> Option<(&'p [u8], &'p [u8], &'p [u8])> {
+    let index = u16::from_be_bytes([*code.code.get(i.pc + 1)?, *code.code.get(i.pc + 2)?]);
+    pool.member_ref(index).ok()
+}
+
 /// The pc of a constructor's super()/this() call if it is reached from the entry without a
 /// branch, a return, a throw or an instruction an exception handler covers.
 fn straight_super_call(code: &Code, pool: &ConstantPool, insns: &[Insn]) -> Result<Option<usize>> {

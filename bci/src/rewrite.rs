@@ -90,6 +90,9 @@ pub struct Weave {
     /// critical downcalls, JDK 22 and later) instead of the natives `enter0`/`exit0`, and
     /// `callCritical`/`calledCritical` around calls of intrinsic candidates.
     pub critical: bool,
+    /// Record a leaf's entry and exit by one call at its entry, `leaf0` (`leafCritical`), and
+    /// leave its returns as they are ([`code::is_leaf`]).
+    pub leaves: bool,
 }
 
 /// The intrinsic candidates of other classes, by the call's owner, name and descriptor: the
@@ -114,6 +117,8 @@ pub struct Outcome {
     pub instrumented: u32,
     /// Instrumented methods padded past [`INLINE_LIMIT`].
     pub padded: u32,
+    /// Instrumented methods that are leaves ([`Weave::leaves`]).
+    pub leaves: u32,
     /// Methods marked `@IntrinsicCandidate`: a caller may run HotSpot's own code for them
     /// instead of their bytecode, so their callers record the calls too (module comment).
     pub intrinsic: u32,
@@ -144,6 +149,7 @@ enum Ref {
     Gate,
     Call,
     Called,
+    Leaf0,
 }
 
 /// The constants of [`Ref`], each added to the class's pool when first needed, so that a class
@@ -152,7 +158,7 @@ enum Ref {
 /// have by scanning the whole old pool (`ConstantPool::find_matching_entry`).
 #[derive(Default)]
 struct Refs {
-    refs: [Option<u16>; 15],
+    refs: [Option<u16>; 16],
     /// Thread's own methods hooked for monitors=on ([`hook_thread_methods`]): the entry and
     /// exit calls and the gate are the concurrency ones.
     sync: bool,
@@ -202,6 +208,8 @@ impl Refs {
             Ref::Called if self.critical => {
                 pool.add_method_ref(TRAMPOLINE, "calledCritical", "(I)V")
             }
+            Ref::Leaf0 if self.critical => pool.add_method_ref(TRAMPOLINE, "leafCritical", "(I)V"),
+            Ref::Leaf0 => pool.add_method_ref(TRAMPOLINE, "leaf0", "(I)V"),
             Ref::Call => pool.add_method_ref(TRAMPOLINE, "call", "(I)V"),
             Ref::Called => pool.add_method_ref(TRAMPOLINE, "called", "(I)V"),
         }?;
@@ -255,15 +263,20 @@ impl Refs {
 
     /// A method's prologue: the entry native, called only while the trampolines' `gate` is
     /// open for entries, not 0 (`getstatic; ifeq` past the call, to the first instruction).
+    /// A leaf's (`leaf`) records its exit too (`leaf0`).
     fn gated_entry(
         &mut self,
         pool: &mut ConstantPool,
         push: &[u8],
         weave: Weave,
-        is_static: bool,
-        is_ctor: bool,
+        m: &MethodInfo,
+        leaf: bool,
     ) -> Result<Snippet> {
-        let call = self.entry(pool, push, weave, (is_static, is_ctor), true)?;
+        let call = if leaf {
+            Snippet::of(&[push, &self.call(pool, Ref::Leaf0)?])
+        } else {
+            self.entry(pool, push, weave, (m.is_static, m.is_ctor), true)?
+        };
         let gate = self.get(pool, Ref::Gate)?;
         let skip = 3 + call.len() as u8; // from the ifeq to the first instruction
         Ok(Snippet::of(&[
@@ -336,6 +349,13 @@ pub fn instrument_with(
         }
     }
     let sites = call_sites(&cf.pool, out.name.as_bytes(), &out.intrinsics, callees);
+    let class_name = out.name.clone();
+    let statics: Vec<(u16, u16)> = cf
+        .fields
+        .iter()
+        .filter(|f| f.access & ACC_STATIC != 0)
+        .map(|f| (f.name, f.descriptor))
+        .collect();
 
     for (index, m) in methods.iter_mut().enumerate() {
         let key = base + index as u32;
@@ -388,6 +408,8 @@ pub fn instrument_with(
             continue;
         };
         let method = MethodInfo {
+            class: class_name.as_bytes(),
+            statics: &statics,
             is_static: m.access & ACC_STATIC != 0,
             is_ctor: cf.pool.utf8(m.name)? == b"<init>",
             descriptor: m.descriptor,
@@ -403,10 +425,16 @@ pub fn instrument_with(
             &sites,
             &mut scratch,
         ) {
-            Ok((data, padded, wrapped)) => {
+            Ok(Rewritten {
+                data,
+                padded,
+                wrapped,
+                leaf,
+            }) => {
                 m.attributes[at].data = data.into();
                 out.instrumented += 1;
                 out.padded += u32::from(padded);
+                out.leaves += u32::from(leaf);
                 out.call_sites += wrapped;
             }
             Err(e) => out.skipped.push((mname(&cf.pool), e.0)),
@@ -497,13 +525,15 @@ pub fn hook_thread_methods(class: &[u8]) -> Result<Option<Vec<u8>>> {
             continue; // native (JDK 17's sleep(long)): its call sites are hooked instead
         };
         let method = MethodInfo {
+            class: b"java/lang/Thread",
+            statics: &[],
             is_static: m.access & ACC_STATIC != 0,
             is_ctor: false,
             descriptor: m.descriptor,
             key,
             stack_maps,
         };
-        let (data, _, _) = rewrite(
+        let Rewritten { data, .. } = rewrite(
             &mut cf.pool,
             &method,
             &m.attributes[at].data,
@@ -634,7 +664,11 @@ fn wrap_native<'a>(
     Ok(native)
 }
 
-struct MethodInfo {
+struct MethodInfo<'c> {
+    /// The internal name of its class.
+    class: &'c [u8],
+    /// The Utf8 constants of the names and descriptors of the class's static fields.
+    statics: &'c [(u16, u16)],
     is_static: bool,
     is_ctor: bool,
     /// The method's descriptor (a Utf8 constant).
@@ -831,15 +865,26 @@ fn return_type(
     })
 }
 
+/// A method's new Code attribute, and what was done to it.
+struct Rewritten {
+    data: Vec<u8>,
+    /// Padded past [`INLINE_LIMIT`].
+    padded: bool,
+    /// Calls of intrinsic candidates wrapped.
+    wrapped: u32,
+    /// A leaf: its exit recorded with its entry.
+    leaf: bool,
+}
+
 fn rewrite(
     pool: &mut ConstantPool,
-    m: &MethodInfo,
+    m: &MethodInfo<'_>,
     data: &[u8],
     refs: &mut Refs,
     weave: Weave,
     sites: &[u32],
     scratch: &mut Scratch,
-) -> Result<(Vec<u8>, bool, u32)> {
+) -> Result<Rewritten> {
     let code = Code::parse(data)?;
     let Scratch {
         insns,
@@ -868,10 +913,34 @@ fn rewrite(
     if m.is_ctor && analysis.super_call.is_none() {
         return err("constructor without a super() or this() call");
     }
+    // A leaf records its exit with its entry: its returns stay, it gets no exit block and
+    // no handler. (With objects=on, an instance method's entry passes its receiver.)
+    let leaf = weave.leaves
+        && !refs.sync
+        && !m.is_ctor
+        && (m.is_static || !weave.objects)
+        && code::is_leaf(
+            &code,
+            pool,
+            insns,
+            &code::LeafScope {
+                this: m.class,
+                is_static: m.is_static,
+                statics: m.statics,
+            },
+        );
     let push = key_push(pool, m.key)?;
-    let prologue = refs.gated_entry(pool, &push, weave, m.is_static, m.is_ctor)?;
-    let rethrow = refs.gated_exit(pool, &push, code::ATHROW)?;
-    let ret = insns.iter().find(|i| code::is_return(i.op)).map(|i| i.op);
+    let prologue = refs.gated_entry(pool, &push, weave, m, leaf)?;
+    let rethrow = if leaf {
+        Snippet::of(&[])
+    } else {
+        refs.gated_exit(pool, &push, code::ATHROW)?
+    };
+    let ret = insns
+        .iter()
+        .find(|i| code::is_return(i.op))
+        .map(|i| i.op)
+        .filter(|_| !leaf);
     if ret.is_some() {
         // Every return jumps to one exit block, whose frame holds only the value returned.
         depths.clear();
@@ -901,7 +970,11 @@ fn rewrite(
     } else {
         Snippet::of(&[])
     };
-    let throwable = refs.get(pool, Ref::Throwable)?;
+    let throwable = if leaf {
+        0
+    } else {
+        refs.get(pool, Ref::Throwable)?
+    };
     // The wrapped calls: (pc, what goes before, what goes after), in code order.
     calls.clear();
     for i in insns.iter().filter(|i| code::is_invoke(i.op)) {
@@ -934,8 +1007,8 @@ fn rewrite(
         }
     };
     // Each return becomes a goto to the exit block after the body: a goto_w once the body
-    // outgrows a 16-bit offset.
-    let mut goto_len = 3;
+    // outgrows a 16-bit offset. A leaf's stay.
+    let mut goto_len = if leaf { 1 } else { 3 };
     let around = |i: &Insn| match call_at(i) {
         Some((_, before, after)) => (before.len(), after.len() + suffix_of(i).len()),
         None => (0, suffix_of(i).len()),
@@ -970,7 +1043,9 @@ fn rewrite(
         if let Some((_, before, _)) = call {
             out.extend_from_slice(before);
         }
-        if code::is_return(i.op) {
+        if code::is_return(i.op) && leaf {
+            out.push(i.op);
+        } else if code::is_return(i.op) {
             goto(out, end - place.at, goto_len);
         } else {
             emit(out, &code.code, i, out.len(), &map)?;
@@ -1028,7 +1103,9 @@ fn rewrite(
     if ret.is_some() {
         block(end, exit_block.len(), &[], returned);
     }
-    block(catch_all, rethrow.len(), &[], &thrown);
+    if !leaf {
+        block(catch_all, rethrow.len(), &[], &thrown);
+    }
     match analysis.super_call.filter(|_| m.is_ctor) {
         Some(pc) => {
             // The super()/this() call itself stays uncovered: HotSpot checks a handler that
@@ -1060,6 +1137,7 @@ fn rewrite(
                 &thrown,
             );
         }
+        None if leaf => {}
         None => handlers.push(Handler {
             start: begin as u16,
             end: end as u16,
@@ -1111,7 +1189,12 @@ fn rewrite(
         count += 1;
     }
     new[count_at..count_at + 2].copy_from_slice(&count.to_be_bytes());
-    Ok((new, padding.is_some(), calls.len() as u32))
+    Ok(Rewritten {
+        data: new,
+        padded: padding.is_some(),
+        wrapped: calls.len() as u32,
+        leaf,
+    })
 }
 
 /// An attribute's name and a length to be filled in by [`end_attribute`]; returns where the
@@ -1330,10 +1413,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn returns_jump_to_one_gated_exit_and_the_prologue_skips_its_call_while_paused() {
-        // class C { static String m(boolean b) { return b ? null : null; } } with two
-        // areturns and a Class constant for String, assembled by hand (version 52: stack maps).
+    /// class C { static String m(boolean b) { return b ? null : null; } } with two areturns
+    /// and a Class constant for String, assembled by hand (version 52: stack maps).
+    fn two_returns() -> Vec<u8> {
         let mut class = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52, 0, 11];
         utf8s(
             &mut class,
@@ -1357,11 +1439,16 @@ mod tests {
         class.extend_from_slice(&[0, 0, 0, 1]); // no handlers, one attribute
         class.extend_from_slice(&table);
         class.extend_from_slice(&[0, 0]);
+        class
+    }
+
+    #[test]
+    fn returns_jump_to_one_gated_exit_and_the_prologue_skips_its_call_while_paused() {
         let weave = Weave {
             inlinable: true,
             ..Weave::default()
         };
-        let out = instrument(&class, 7, weave).unwrap();
+        let out = instrument(&two_returns(), 7, weave).unwrap();
         assert_eq!(out.instrumented, 1);
         let cf = ClassFile::parse(&out.bytes).unwrap();
         let body = Code::parse(&cf.methods[0].attributes[0].data).unwrap();
@@ -1408,6 +1495,44 @@ mod tests {
                 [VType::Object(9)],
                 "the class's own String constant"
             );
+        }
+    }
+
+    /// A leaf (`m` calls nothing) calls `leaf0` where others call `enter0`, and keeps its
+    /// returns: no exit block, no handler.
+    #[test]
+    fn a_leaf_records_its_exit_with_its_entry_and_keeps_its_returns() {
+        for (critical, trampoline) in [(false, "leaf0"), (true, "leafCritical")] {
+            let weave = Weave {
+                inlinable: true,
+                leaves: true,
+                critical,
+                ..Weave::default()
+            };
+            let out = instrument(&two_returns(), 7, weave).unwrap();
+            assert_eq!(out.instrumented, 1);
+            let cf = ClassFile::parse(&out.bytes).unwrap();
+            let body = Code::parse(&cf.methods[0].attributes[0].data).unwrap();
+            let insns = code::decode(&body.code).unwrap();
+            let ops: Vec<u8> = insns.iter().map(|i| i.op).collect();
+            #[rustfmt::skip]
+            assert_eq!(ops, [
+                code::GETSTATIC, code::IFEQ, code::SIPUSH, code::INVOKESTATIC, // prologue
+                0x1A, 0x99, 0x01, 0xB0, 0x01, 0xB0, // the body as it was
+            ]);
+            assert!(body.handlers.is_empty());
+            let called =
+                u16::from_be_bytes([body.code[insns[3].pc + 1], body.code[insns[3].pc + 2]]);
+            let (owner, name, _) = cf.pool.member_ref(called).unwrap();
+            assert_eq!(
+                (owner, name),
+                (TRAMPOLINE.as_bytes(), trampoline.as_bytes())
+            );
+            let targets = code::targets(&body.code, &insns[5]).unwrap();
+            assert_eq!(targets, [insns[8].pc], "the body's branch moved with it");
+            let frames = stackmap::decode(&body.attributes[0].data, &[VType::Integer]).unwrap();
+            let offsets: Vec<usize> = frames.iter().map(|f| f.offset).collect();
+            assert_eq!(offsets, [insns[4].pc, insns[8].pc]);
         }
     }
 

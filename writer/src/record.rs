@@ -15,6 +15,8 @@
 //!  form 1, ENTRY   a MethodEntry: payload = method key, arg = receiver or NO_OBJECT
 //!  form 2, EXIT    a MethodExit:  payload = method key, arg unused
 //!                  (both carry the batch's `overhead` as their agent overhead)
+//!  form 3, BARE    a MethodExit with no agent overhead of its own: the exit of a leaf
+//!                  method, stored with its entry by one call at the same ticks
 //!  form 0, WIDE    any record, in two slots: payload = RecordKind, arg = arg;
 //!                  the second slot's ticks field holds the 64-bit key, its word `extra`
 //! ```
@@ -156,6 +158,9 @@ const PAYLOAD: u32 = COMPACT_KEYS - 1;
 pub const FORM_WIDE: u32 = 0;
 pub const FORM_ENTRY: u32 = 1;
 pub const FORM_EXIT: u32 = 2;
+/// An exit recorded with its entry, at the entry's ticks, by the one call that cost the
+/// entry's overhead (`jlive_bci::code::is_leaf`): its own overhead is 0.
+pub const FORM_BARE_EXIT: u32 = 3;
 
 impl Slot {
     /// The one-slot form of a method entry (`FORM_ENTRY`) or exit (`FORM_EXIT`) of a method
@@ -205,6 +210,10 @@ impl Slot {
         match s.form() {
             FORM_ENTRY => Some((one(RecordKind::MethodEntry, s.arg), 1)),
             FORM_EXIT => Some((one(RecordKind::MethodExit, 0), 1)),
+            FORM_BARE_EXIT => {
+                let r = Record::new(RecordKind::MethodExit, s.ticks, u64::from(s.key()), 0, 0);
+                Some((r, 1))
+            }
             FORM_WIDE => {
                 let second = slots.get(1)?;
                 let kind = RecordKind::from_u8((s.word & 0xFF) as u8)?;
@@ -257,14 +266,15 @@ impl Batch {
 }
 
 /// Appends `r` to `slots` in one slot when its form allows (a method entry or exit of a
-/// key below [`COMPACT_KEYS`] whose overhead is `overhead`), else in two.
+/// key below [`COMPACT_KEYS`] whose overhead is `overhead`, or an exit's 0), else in two.
 pub fn push_record(slots: &mut Vec<Slot>, r: &Record, overhead: u32) {
     let form = match r.kind {
-        RecordKind::MethodEntry => FORM_ENTRY,
-        RecordKind::MethodExit if r.arg == 0 => FORM_EXIT,
+        RecordKind::MethodEntry if r.extra == overhead => FORM_ENTRY,
+        RecordKind::MethodExit if r.arg == 0 && r.extra == overhead => FORM_EXIT,
+        RecordKind::MethodExit if r.arg == 0 && r.extra == 0 => FORM_BARE_EXIT,
         _ => FORM_WIDE,
     };
-    if form != FORM_WIDE && r.key < u64::from(COMPACT_KEYS) && r.extra == overhead {
+    if form != FORM_WIDE && r.key < u64::from(COMPACT_KEYS) {
         slots.push(Slot::compact(form, r.ticks, r.key as u32, r.arg));
     } else {
         slots.extend_from_slice(&Slot::wide(r));
@@ -547,6 +557,21 @@ mod tests {
         // key 2^28 - 1 (the only exit without an argument); the other 77 take two.
         assert_eq!(batch.slots.len(), 3 + 2 * 77);
         assert_eq!(RecordKind::from_u8(17), None);
+
+        // A leaf's exit, stored with its entry, has no overhead of its own: one slot too;
+        // an entry without overhead has no one-slot form.
+        let leaf = [
+            Record::new(RecordKind::MethodEntry, 6, 11, NO_OBJECT, 9),
+            Record::new(RecordKind::MethodExit, 6, 11, 0, 0),
+            Record::new(RecordKind::MethodEntry, 7, 11, NO_OBJECT, 0),
+        ];
+        let mut batch = Batch::new(1, 9);
+        for r in &leaf {
+            batch.push(r);
+        }
+        assert_eq!(batch.records().collect::<Vec<_>>(), leaf);
+        assert_eq!(batch.slots.len(), 1 + 1 + 2);
+        assert_eq!(batch.slots[1].form(), FORM_BARE_EXIT);
     }
 
     /// Dropping keeps what the writer needs to follow threads and objects, in order, and

@@ -787,14 +787,15 @@ impl<S: Sink> Resolver<S> {
                         ticket: tickets,
                     });
                 }
-                FORM_EXIT => {
+                form @ (FORM_EXIT | FORM_BARE_EXIT) => {
                     match state.frames.last() {
                         Some(top) if top.key == key => {}
                         _ => break,
                     }
                     if let Some(frame) = state.frames.pop() {
                         if let Some(method) = frame.method.method() {
-                            let spent = u64::from(frame.overhead) + u64::from(overhead);
+                            let own = if form == FORM_EXIT { overhead } else { 0 };
+                            let spent = u64::from(frame.overhead) + u64::from(own);
                             result = self.sink.leave(Leave {
                                 ticks,
                                 thread,

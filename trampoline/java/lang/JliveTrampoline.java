@@ -110,6 +110,14 @@ public final class JliveTrampoline {
 
     public static native void enter0(int key);
 
+    /**
+     * Entry and exit at once of the leaf method whose key is given: straight code that calls
+     * nothing and runs no other Java code (jlive_bci's code::is_leaf), so that nothing can be
+     * recorded between them. Its entry calls this, at the same place as {@link #enter0}, and
+     * its returns stay as they were.
+     */
+    public static native void leaf0(int key);
+
     // Calls of intrinsic candidates are wrapped where they are made (jlive_bci::rewrite's
     // module comment): call(key) before, called(key) after, key being the callee's. HotSpot
     // may run its own code for such a call, even in the interpreter, and then the callee's
@@ -147,6 +155,9 @@ public final class JliveTrampoline {
 
     /** Key bit that tells the critical downcalls a wrapped call (libjlive's CALL_BIT). */
     private static final int CALL = 1 << 30;
+
+    /** Key bit that tells the critical entry a leaf's entry and exit (libjlive's LEAF_BIT). */
+    private static final int LEAF = 1 << 29;
 
     @DontInline
     private static void callCritical0(int key) {
@@ -187,6 +198,14 @@ public final class JliveTrampoline {
         }
     }
 
+    /** {@link #leaf0} through the critical downcall, as {@link #enterCritical}. */
+    @DontInline
+    public static void leafCritical(int key) {
+        if (downcall(criticalEnter, key | LEAF) == 0) {
+            leafMissed0(key);
+        }
+    }
+
     /** The exit of the method whose key is given, as {@link #enterCritical}. */
     @DontInline
     public static void exitCritical(int key) {
@@ -216,6 +235,9 @@ public final class JliveTrampoline {
 
     /** {@link #exit0} after a downcall that answered 0, counted. */
     private static native void exitMissed0(int key);
+
+    /** {@link #leaf0} after a downcall that answered 0, counted. */
+    private static native void leafMissed0(int key);
 
     /**
      * Called by libjlive (JNI) once {@link #critical} has made the downcalls, with JVMTI's
