@@ -236,7 +236,7 @@ pub extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread
         let (Some(p), Some(jni)) = (profiler::get(), Jni::from_callback(jni)) else {
             return;
         };
-        p.vm_init(Jvmti::from_raw(env), jni, false);
+        p.vm_init(Jvmti::from_raw(env), jni);
     });
 }
 

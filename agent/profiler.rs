@@ -266,7 +266,7 @@ pub fn attach(vm: *mut jni_sys::JavaVM, text: &str) -> Result<Attached, String> 
                 log::warn(&format!("{}; capture=bci traces nothing", e));
             }
         }
-        p.vm_init(p.jvmti, jni, true);
+        p.vm_init(p.jvmti, jni);
     });
     if initialized.is_none() {
         log::warn("attached, but no JNI environment on the attaching thread: nothing is traced");
@@ -709,9 +709,9 @@ impl Profiler {
     }
 
     /// VMInit: registers the classes loaded so far, binds the Java API, opens the first burst
-    /// (unless paused or delayed) and starts the control thread. `attached`: called by
-    /// Agent_OnAttach, the application running meanwhile.
-    pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>, attached: bool) {
+    /// (unless paused or delayed) and starts the control thread (also for Agent_OnAttach, the
+    /// application running meanwhile).
+    pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>) {
         let classes = Classes {
             jvmti,
             jni,
@@ -764,7 +764,7 @@ impl Profiler {
                     if self.rewrites_at_load() {
                         // At VM init nothing else runs Java code yet; attached, the
                         // application does.
-                        capture::bci::prepare_critical(self, jni, !attached);
+                        capture::bci::prepare_critical(self, jni);
                         capture::bci::retransform_loaded(self, jvmti, jni);
                     }
                     // Unless capture=bci retransformed it already (include= or exclude= may
@@ -829,6 +829,7 @@ impl Profiler {
         if let Some(handle) = self.control.lock().take() {
             let _ = handle.join();
         }
+        capture::bci::join_critical(Duration::from_secs(5));
         if self.uses_bci() && self.bursts.lock().is_open() {
             // Inside the last burst, so that `jlive stats` can tell what was not traced.
             self.hub.stop_and_collect();

@@ -212,14 +212,14 @@ fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
 }
 
 /// Before the hook begins to rewrite (VM init under `instrument=load`, the first burst under
-/// `instrument=burst`): unless `trampolines=jni`, has JliveTrampoline make its FFM critical
-/// downcalls, so that the classes instrumented from then on reach libjlive without the JNI
-/// transition (on an Intel Xeon a JNI call was most of a traced call: bench/README.md). JDKs
-/// before 22 have none, and keep the JNI natives. Making them loads some 350 classes of the
-/// FFM implementation (100-180 ms), which is why a paused JVM waits for its first burst.
-/// Both callers have turned the hook on, and retransform every class loaded by then right
-/// after. `alone`: no other thread runs Java code meanwhile (VM init at start-up).
-pub fn prepare_critical(p: &Profiler, jni: Jni<'_>, alone: bool) {
+/// `instrument=burst`): unless `trampolines=jni`, classes are instrumented from now on to
+/// call JliveTrampoline's critical trampolines, and a thread of jlive's has it make its FFM
+/// critical downcalls, so that they reach libjlive without the JNI transition (on an Intel
+/// Xeon a JNI call was most of a traced call: bench/README.md). Making them loads some 350
+/// classes of the FFM implementation (100-180 ms): the application goes on meanwhile, its
+/// calls reaching the JNI natives through the same trampolines until the downcalls are made
+/// and checked. JDKs before 22 have none, and keep the JNI natives.
+pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
     if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) {
         return;
     }
@@ -233,47 +233,79 @@ pub fn prepare_critical(p: &Profiler, jni: Jni<'_>, alone: bool) {
         log::info("trampolines: JNI natives (no TSC clock, or a user trace library)");
         return;
     }
-    let Some(&class) = BOUND.get().and_then(|c| c.as_slice().first()) else {
+    if BOUND.get().is_none() {
         return;
-    };
-    let started = std::time::Instant::now();
-    // At VM init, the hook off meanwhile: neither read by it nor fetched from the CDS archive
-    // for it, the FFM implementation's classes load faster (JDK 25, javac traced whole: 150
-    // -> 105 ms). Those it loads that jlive traces are retransformed with the rest, right
-    // after, but a retransformation cannot add native wrappers: the one such class it loads
-    // (JDK 25), java.lang.reflect.Array, is loaded first, with the hook on. Not while the
-    // application runs (a class it loads meanwhile would lose its native wrappers), nor with
-    // monitors=on, whose call-site hooks go into classes that are not traced too.
-    let hook_off = alone && !p.options.monitors && {
-        if let Some(array) = jni.find_class(c"java/lang/reflect/Array") {
-            jni.delete_local(array);
-        }
-        p.jvmti
-            .set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, false)
-            .is_ok()
-    };
-    let made = jni.call_static_boolean(class, c"critical", c"()Z");
-    if hook_off {
-        if let Err(e) = p.jvmti.set_event(jvmti::EVENT_CLASS_FILE_LOAD_HOOK, true) {
-            log::warn(&format!(
-                "ClassFileLoadHook could not be turned back on ({}): classes loaded from now on are not instrumented",
-                e
-            ));
-        }
     }
-    if made != Some(true) {
+    // JDK 22's java.lang.foreign (JDK 21's preview has no critical(boolean)).
+    let option = c"java/lang/foreign/Linker$Option";
+    if !jni.initialize_class(option, c"critical", c"(Z)Ljava/lang/foreign/Linker$Option;") {
         log::info("trampolines: JNI natives (this JDK has no FFM critical downcalls)");
         return;
     }
-    match probe_critical(p, jni, class) {
-        Ok(()) => {
-            CRITICAL.store(true, Ordering::SeqCst);
-            log::info(&format!(
-                "trampolines: FFM critical downcalls (made in {:?})",
-                started.elapsed()
-            ));
+    CRITICAL.store(true, Ordering::SeqCst);
+    let (done, finished) = crossbeam_channel::bounded::<()>(1);
+    *CRITICAL_THREAD.lock() = Some(finished);
+    let spawned = std::thread::Builder::new()
+        .name("jlive-critical".into())
+        .spawn(move || {
+            // Dropped last, once the thread has left the JVM.
+            let _done = done;
+            crate::buffer::mark_agent_thread();
+            let started = std::time::Instant::now();
+            let Some(env) = p.vm.attach_daemon(c"jlive critical") else {
+                log::warn("trampolines: JNI natives (no thread to make the FFM downcalls on)");
+                return;
+            };
+            guard(|| {
+                let class = BOUND.get().and_then(|c| c.as_slice().first().copied());
+                if let (Some(jni), Some(class)) = (Jni::from_callback(env), class) {
+                    make_critical(p, jni, class, started);
+                }
+            });
+            p.vm.detach_current();
+        });
+    match spawned {
+        Ok(_) => log::info(
+            "trampolines: FFM critical downcalls (being made beside the application, which reaches the JNI natives meanwhile)",
+        ),
+        Err(e) => log::warn(&format!(
+            "trampolines: JNI natives (no thread to make the FFM downcalls on: {})",
+            e
+        )),
+    }
+}
+
+/// Disconnected once [`prepare_critical`]'s thread has left the JVM.
+static CRITICAL_THREAD: parking_lot::Mutex<Option<crossbeam_channel::Receiver<()>>> =
+    parking_lot::const_mutex(None);
+
+/// VM death: waits up to `timeout` for [`prepare_critical`]'s thread, so that it leaves the
+/// JVM before the JVM goes (a program shorter than the downcalls' making).
+pub fn join_critical(timeout: std::time::Duration) {
+    let finished = CRITICAL_THREAD.lock().take();
+    if let Some(finished) = finished {
+        if finished.recv_timeout(timeout) == Err(crossbeam_channel::RecvTimeoutError::Timeout) {
+            log::warn("the thread making the FFM downcalls did not end in time");
         }
-        Err(e) => log::info(&format!("trampolines: JNI natives ({})", e)),
+    }
+}
+
+/// [`prepare_critical`]'s thread: makes the downcalls, checks them and hands them to the
+/// trampolines (`class`, a global reference).
+fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
+    if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
+        log::warn("trampolines: JNI natives (the FFM critical downcalls could not be made)");
+        return;
+    }
+    if let Err(e) = probe_critical(p, jni, class) {
+        log::warn(&format!("trampolines: JNI natives ({})", e));
+        return;
+    }
+    if jni.call_static_boolean(class, c"publishCritical", c"()Z") == Some(true) {
+        log::info(&format!(
+            "trampolines: FFM critical downcalls ready in {:?}",
+            started.elapsed()
+        ));
     }
 }
 
@@ -790,8 +822,8 @@ extern "system" fn leaf_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
     leaf_slow(key);
 }
 
-/// [`leaf`]'s common case, as [`fast`]: both records in the thread's buffer, which has room,
-/// while the burst records entries and exits.
+/// [`leaf`]'s common case, as [`fast`]: both records in the thread's buffer, which has room
+/// (the entry alone while the burst records entries only, `methods=entry`).
 #[inline(always)]
 fn leaf_fast(key: jint) -> bool {
     let Some(ticks) = clock::tsc() else {
@@ -800,14 +832,15 @@ fn leaf_fast(key: jint) -> bool {
     let Some(b) = Hub::current() else {
         return false;
     };
-    let Some(p) = fast_profiler(GATE_ENTRIES | GATE_EXITS, key) else {
+    let Some(p) = fast_profiler(GATE_ENTRIES, key) else {
         return false;
     };
-    let pair = [
-        Slot::compact(FORM_ENTRY, ticks, key as u32, NO_OBJECT),
-        Slot::compact(FORM_BARE_EXIT, ticks, key as u32, 0),
-    ];
-    b.try_append_pair(&p.hub, pair)
+    let entry = Slot::compact(FORM_ENTRY, ticks, key as u32, NO_OBJECT);
+    if GATE.load(Ordering::Relaxed) & GATE_EXITS == 0 {
+        return b.try_append(&p.hub, entry);
+    }
+    let exit = Slot::compact(FORM_BARE_EXIT, ticks, key as u32, 0);
+    b.try_append_pair(&p.hub, [entry, exit])
 }
 
 #[cold]
@@ -1150,7 +1183,7 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
     }
     p.vm.with_env(|jni| {
         let _frame = jni.local_frame(16);
-        prepare_critical(p, jni, false);
+        prepare_critical(p, jni);
         // From here on ClassPrepare registers each class; those prepared before are listed
         // after it, and registered here.
         REWRITING.store(true, Ordering::SeqCst);

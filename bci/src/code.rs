@@ -332,8 +332,9 @@ pub struct LeafScope<'a> {
     pub this: &'a [u8],
     /// The method is static (local 0 is not `this`).
     pub is_static: bool,
-    /// The class's own static fields: the Utf8 constants of their names and descriptors.
-    pub statics: &'a [(u16, u16)],
+    /// The fields the class declares: access flags and the Utf8 constants of their names and
+    /// descriptors.
+    pub fields: &'a [(u16, u16, u16)],
 }
 
 /// Whether a method is a leaf whose entry and exit can be recorded together, by one call at
@@ -341,10 +342,13 @@ pub struct LeafScope<'a> {
 /// So its code calls no method and can make the JVM run no Java code: it allocates nothing,
 /// names no other class (whose resolution may load it, whose initialization runs its
 /// `<clinit>`), and cannot throw an exception the JVM makes (whose constructor is Java code):
-/// no array access, no division of integers, fields only of `this` (`aload_0` right before,
-/// local 0 never stored) and the class's own statics. Every branch goes forward and no handler
-/// is declared, so it runs each instruction at most once. Getters, setters, flag tests and
-/// arithmetic helpers are such leaves: about half of javac's calls.
+/// no array access, no division of integers, only fields the class declares (so that their
+/// resolution cannot fail, whatever was compiled against what), those of `this` (`aload_0`
+/// right before, local 0 never stored) and statics, and no final one written. Every branch
+/// goes forward and no handler is declared, so it runs each instruction at most once.
+/// Getters, setters, flag tests and arithmetic helpers are such leaves: a third of javac's
+/// calls. (Time the thread spends stopped at a leaf's return, at a safepoint, counts to its
+/// caller.)
 pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafScope) -> bool {
     // Most methods call one: known at a glance, before any constant is read.
     let possible =
@@ -373,12 +377,10 @@ pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafSco
     // A field of `this`: its Fieldref names the class, and `this` was pushed right before
     // the instruction (`before` instructions before it), on every path that reaches it.
     let this_field = |k: usize, before: usize| -> bool {
-        let i = &insns[k];
         if scope.is_static || k < before || (k + 1 - before..=k).any(|j| targeted(insns[j].pc)) {
             return false;
         }
-        let is_this = insns[k - before].op == ALOAD_0;
-        is_this && field_owner(code, pool, i).is_some_and(|(owner, _, _)| owner == scope.this)
+        insns[k - before].op == ALOAD_0 && declared(code, pool, &insns[k], scope, false)
     };
     insns.iter().enumerate().all(|(k, i)| match i.op {
         // Constants, loads, stack shuffles, arithmetic without division of integers,
@@ -403,23 +405,35 @@ pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafSco
         75 => scope.is_static,
         // getstatic, putstatic: the class's own statics (it is initialized, or being so by
         // this thread, since its method runs).
-        178 | 179 => field_owner(code, pool, i).is_some_and(|(owner, name, descriptor)| {
-            owner == scope.this
-                && scope.statics.iter().any(|&(n, d)| {
-                    pool.utf8(n).is_ok_and(|n| n == name)
-                        && pool.utf8(d).is_ok_and(|d| d == descriptor)
-                })
-        }),
+        178 | 179 => declared(code, pool, i, scope, true),
         // getfield of `this`.
         180 => this_field(k, 1),
         // putfield on `this`, of a value pushed by one instruction (a constant or a load).
-        181 => k >= 1 && matches!(insns[k - 1].op, 0..=45) && this_field(k, 2),
+        181 => k >= 1 && matches!(insns[k - 1].op, 1..=45) && this_field(k, 2),
         _ => false,
     })
 }
 
 /// The longest code [`is_leaf`] reads (javac's leaves are a few dozen bytes).
 const LEAF_CODE: usize = 512;
+
+/// Whether the field of a field instruction is one the class declares, static or not as
+/// asked, and not final if the instruction writes it.
+fn declared(code: &Code, pool: &ConstantPool, i: &Insn, scope: &LeafScope, statics: bool) -> bool {
+    const ACC_STATIC: u16 = 0x0008;
+    const ACC_FINAL: u16 = 0x0010;
+    let Some((owner, name, descriptor)) = field_owner(code, pool, i) else {
+        return false;
+    };
+    let writes = matches!(i.op, 179 | 181);
+    owner == scope.this
+        && scope.fields.iter().any(|&(access, n, d)| {
+            (access & ACC_STATIC != 0) == statics
+                && !(writes && access & ACC_FINAL != 0)
+                && pool.utf8(n).is_ok_and(|n| n == name)
+                && pool.utf8(d).is_ok_and(|d| d == descriptor)
+        })
+}
 
 /// The Fieldref of a field instruction: (owner, name, descriptor).
 fn field_owner<'p>(
@@ -927,5 +941,147 @@ mod tests {
         assert_eq!(length(&code, 1).unwrap(), 3 + 20);
         let insns = decode(&code).unwrap();
         assert_eq!(insns.len(), 2);
+    }
+
+    /// Which code is a leaf: each case is (code, static method, leaf), in a class C that
+    /// declares the int fields f, fin (final), s (static) and sfin (static final). In the
+    /// code, 0xF0 0xNN stands for the constant named NN below.
+    #[test]
+    fn a_leaf_calls_nothing_and_can_make_the_jvm_run_no_java_code() {
+        use crate::classfile::Constant;
+        use std::borrow::Cow;
+        let mut pool = ConstantPool::default();
+        pool.entries.push(Constant::Gap);
+        let mut field = |owner: &str, name: &str| pool.add_field_ref(owner, name, "I").unwrap();
+        let refs = [
+            field("C", "f"),         // F0 00
+            field("C", "fin"),       // F0 01
+            field("C", "s"),         // F0 02
+            field("C", "sfin"),      // F0 03
+            field("C", "inherited"), // F0 04
+            field("D", "f"),         // F0 05
+        ];
+        let text = pool.add_utf8("text").unwrap();
+        let mut other = |tag: u8, payload: Vec<u8>| {
+            pool.entries.push(Constant::Other(tag, Cow::Owned(payload)));
+            (pool.entries.len() - 1) as u16
+        };
+        let constants = [
+            other(8, text.to_be_bytes().to_vec()),  // F0 06: a String
+            other(16, text.to_be_bytes().to_vec()), // F0 07: a MethodType
+            other(7, text.to_be_bytes().to_vec()),  // F0 08: a Class
+        ];
+        let number = pool.add_integer(7).unwrap(); // F0 09
+        let call = pool.add_method_ref("C", "g", "()V").unwrap(); // F0 0A
+        let mut all = refs.to_vec();
+        all.extend(constants);
+        all.extend([number, call]);
+        let mut declare = |access: u16, name: &str| {
+            (
+                access,
+                pool.add_utf8(name).unwrap(),
+                pool.add_utf8("I").unwrap(),
+            )
+        };
+        let fields = [
+            declare(0, "f"),
+            declare(0x0010, "fin"),
+            declare(0x0008, "s"),
+            declare(0x0018, "sfin"),
+        ];
+        #[rustfmt::skip]
+        let cases: &[(&[u8], bool, bool)] = &[
+            // Leaves.
+            (&[0x2A, 0xB4, 0xF0, 0x00, 0xAC], false, true),          // return this.f
+            (&[0x2A, 0x1B, 0xB5, 0xF0, 0x00, 0xB1], false, true),    // this.f = i
+            (&[0x2A, 0xB4, 0xF0, 0x01, 0xAC], false, true),          // return this.fin
+            (&[0xB2, 0xF0, 0x02, 0x04, 0x60, 0xB3, 0xF0, 0x02, 0xB1], true, true), // s += 1
+            (&[0x1B, 0x99, 0, 5, 0x04, 0xAC, 0x03, 0xAC], true, true), // forward branch
+            (&[0x12, 0xF0, 0x09, 0xAC], true, true),                 // ldc 7
+            (&[0x12, 0xF0, 0x06, 0xB0], true, true),                 // ldc "text"
+            // Not leaves.
+            (&[0x2C, 0xB4, 0xF0, 0x00, 0xAC], false, false),         // another object's field
+            (&[0x2A, 0xB4, 0xF0, 0x00, 0xAC], true, false),          // local 0 is no `this`
+            (&[0x2C, 0x4B, 0x2A, 0xB4, 0xF0, 0x00, 0xAC], false, false), // this = other
+            (&[0x2A, 0x1B, 0x99, 0, 3, 0xB4, 0xF0, 0x00, 0xAC], false, false), // a target
+            (&[0x2A, 0x59, 0xB5, 0xF0, 0x00, 0xB1], false, false),   // dup; putfield
+            (&[0x2B, 0x2A, 0x00, 0xB5, 0xF0, 0x00, 0xB1], false, false), // nop; putfield
+            (&[0x2A, 0x1B, 0xB5, 0xF0, 0x01, 0xB1], false, false),   // this.fin = i
+            (&[0x2A, 0xB4, 0xF0, 0x02, 0xAC], false, false),         // a static as an instance field
+            (&[0xB2, 0xF0, 0x00, 0xAC], true, false),                // an instance field as a static
+            (&[0x1B, 0xB3, 0xF0, 0x03, 0xB1], true, false),          // sfin = i
+            (&[0xB2, 0xF0, 0x04, 0xAC], true, false),                // a static it does not declare
+            (&[0xB2, 0xF0, 0x05, 0xAC], true, false),                // another class's static
+            (&[0x12, 0xF0, 0x07, 0xB0], true, false),                // ldc a MethodType
+            (&[0x12, 0xF0, 0x08, 0xB0], true, false),                // ldc a Class
+            (&[0x1B, 0x1B, 0x6C, 0xAC], true, false),                // idiv
+            (&[0x1B, 0x1B, 0x6D, 0xAC], true, false),                // ldiv
+            (&[0x1B, 0x1B, 0x70, 0xAC], true, false),                // irem
+            (&[0x1B, 0x1B, 0x71, 0xAC], true, false),                // lrem
+            (&[0x2C, 0x1B, 0x2E, 0xAC], true, false),                // iaload
+            (&[0x2C, 0x1B, 0x1B, 0x4F, 0xB1], true, false),          // iastore
+            (&[0x2C, 0xBE, 0xAC], true, false),                      // arraylength
+            (&[0xC4, 0x84, 0, 1, 0, 1, 0xB1], true, false),          // wide iinc
+            (&[0x1B, 0x99, 0, 6, 0xA7, 0xFF, 0xFC, 0xB1], true, false), // a backward goto
+            (&[0xB8, 0xF0, 0x0A, 0xB1], true, false),                // invokestatic
+            (&[0xBB, 0xF0, 0x08, 0xB0], true, false),                // new
+            (&[0x2C, 0xC2, 0xB1], true, false),                      // monitorenter
+            (&[0x2C, 0xBF], true, false),                            // athrow
+        ];
+        for (n, &(body, is_static, leaf)) in cases.iter().enumerate() {
+            let mut code = Vec::new();
+            let mut bytes = body.iter();
+            while let Some(&b) = bytes.next() {
+                if b == 0xF0 {
+                    let at = all[usize::from(*bytes.next().unwrap())];
+                    code.extend_from_slice(&at.to_be_bytes());
+                } else {
+                    code.push(b);
+                }
+            }
+            // ldc takes a one-byte index.
+            if code[0] == 0x12 {
+                code.remove(1);
+            }
+            let code = Code {
+                max_stack: 4,
+                max_locals: 3,
+                code: code.into(),
+                handlers: Vec::new(),
+                attributes: Vec::new(),
+            };
+            let insns = decode(&code.code).unwrap();
+            let scope = LeafScope {
+                this: b"C",
+                is_static,
+                fields: &fields,
+            };
+            assert_eq!(is_leaf(&code, &pool, &insns, &scope), leaf, "case {}", n);
+        }
+        // A getter with a handler is not one either.
+        let code = Code {
+            max_stack: 1,
+            max_locals: 1,
+            code: [0x2A, 0xB4]
+                .iter()
+                .copied()
+                .chain(refs[0].to_be_bytes())
+                .chain([0xAC])
+                .collect(),
+            handlers: vec![crate::classfile::Handler {
+                start: 0,
+                end: 4,
+                handler: 4,
+                catch_type: 0,
+            }],
+            attributes: Vec::new(),
+        };
+        let insns = decode(&code.code).unwrap();
+        let scope = LeafScope {
+            this: b"C",
+            is_static: false,
+            fields: &fields,
+        };
+        assert!(!is_leaf(&code, &pool, &insns, &scope));
     }
 }

@@ -350,11 +350,10 @@ pub fn instrument_with(
     }
     let sites = call_sites(&cf.pool, out.name.as_bytes(), &out.intrinsics, callees);
     let class_name = out.name.clone();
-    let statics: Vec<(u16, u16)> = cf
+    let fields: Vec<(u16, u16, u16)> = cf
         .fields
         .iter()
-        .filter(|f| f.access & ACC_STATIC != 0)
-        .map(|f| (f.name, f.descriptor))
+        .map(|f| (f.access, f.name, f.descriptor))
         .collect();
 
     for (index, m) in methods.iter_mut().enumerate() {
@@ -409,7 +408,7 @@ pub fn instrument_with(
         };
         let method = MethodInfo {
             class: class_name.as_bytes(),
-            statics: &statics,
+            fields: &fields,
             is_static: m.access & ACC_STATIC != 0,
             is_ctor: cf.pool.utf8(m.name)? == b"<init>",
             descriptor: m.descriptor,
@@ -526,7 +525,7 @@ pub fn hook_thread_methods(class: &[u8]) -> Result<Option<Vec<u8>>> {
         };
         let method = MethodInfo {
             class: b"java/lang/Thread",
-            statics: &[],
+            fields: &[],
             is_static: m.access & ACC_STATIC != 0,
             is_ctor: false,
             descriptor: m.descriptor,
@@ -667,8 +666,8 @@ fn wrap_native<'a>(
 struct MethodInfo<'c> {
     /// The internal name of its class.
     class: &'c [u8],
-    /// The Utf8 constants of the names and descriptors of the class's static fields.
-    statics: &'c [(u16, u16)],
+    /// The fields the class declares (`code::LeafScope::fields`).
+    fields: &'c [(u16, u16, u16)],
     is_static: bool,
     is_ctor: bool,
     /// The method's descriptor (a Utf8 constant).
@@ -926,7 +925,7 @@ fn rewrite(
             &code::LeafScope {
                 this: m.class,
                 is_static: m.is_static,
-                statics: m.statics,
+                fields: m.fields,
             },
         );
     let push = key_push(pool, m.key)?;

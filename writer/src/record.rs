@@ -164,7 +164,8 @@ pub const FORM_BARE_EXIT: u32 = 3;
 
 impl Slot {
     /// The one-slot form of a method entry (`FORM_ENTRY`) or exit (`FORM_EXIT`) of a method
-    /// key below [`COMPACT_KEYS`], with the batch's overhead.
+    /// key below [`COMPACT_KEYS`], with the batch's overhead, or of a leaf's exit with none
+    /// (`FORM_BARE_EXIT`).
     #[inline(always)]
     pub fn compact(form: u32, ticks: u64, key: u32, arg: u32) -> Slot {
         Slot {

@@ -1914,6 +1914,28 @@ mod tests {
         }
     }
 
+    /// A leaf's exit, stored with its entry by one call, adds no overhead of its own: its
+    /// leave carries its entry's alone, in a common run as record by record.
+    #[test]
+    fn a_bare_exit_adds_no_overhead_of_its_own() {
+        let mut b = Batch::new(7, 3);
+        b.push(&Record::new(RecordKind::MethodEntry, 10, 0, NO_OBJECT, 3));
+        b.push(&Record::new(RecordKind::MethodEntry, 11, 1, NO_OBJECT, 3));
+        b.push(&Record::new(RecordKind::MethodExit, 11, 1, 0, 0));
+        b.push(&Record::new(RecordKind::MethodExit, 12, 0, 0, 3));
+        assert_eq!(b.slots.len(), 4, "one slot each");
+        for by_record in [true, false] {
+            let leaves: Vec<u64> = resolve(std::slice::from_ref(&b), by_record, None)
+                .iter()
+                .filter_map(|e| match e {
+                    Event::MethodLeave(l) => Some(l.overhead),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(leaves, [3, 6], "record by record: {}", by_record);
+        }
+    }
+
     /// The JinsightLive file of these batches, in both byte orders, is the one the writer
     /// before the model wrote (writer/src/session.rs of aeb5782 on the same batches:
     /// 563,365 bytes of these FNV-1a hashes).

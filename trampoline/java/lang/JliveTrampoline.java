@@ -179,38 +179,60 @@ public final class JliveTrampoline {
 
     /**
      * On JDK 22 and later: libjlive's entry and exit functions as FFM critical downcalls, which
-     * C2 calls without the JNI transition (libjlive's capture::bci::critical). Set once by
-     * {@link #critical}, before any method is instrumented to call {@link #enterCritical} and
-     * {@link #exitCritical}; {@code @Stable}, so that compiled callers hold them as constants.
+     * C2 calls without the JNI transition (libjlive's capture::bci::critical). Made by
+     * {@link #critical} on a thread of libjlive's while the application runs, checked by
+     * {@link #probeCritical}, then set once by {@link #publishCritical}; {@code @Stable}, so
+     * that compiled callers hold them as constants. Until then methods instrumented to call
+     * {@link #enterCritical} and {@link #exitCritical} reach the JNI natives through them.
+     * (C2 compiles a trampoline that only saw them null with an uncommon trap on the other
+     * branch: the first call after they are set recompiles it with the handle a constant.)
      */
     @Stable
     private static MethodHandle criticalEnter, criticalExit;
 
+    /** Made and linked by {@link #critical}; not called from instrumented code until set above. */
+    private static MethodHandle madeEnter, madeExit;
+
     /**
      * The entry of the method whose key is given, through the critical downcall: it records
      * the common case and answers 1, else 0 (no buffer yet, a full one, a plug-in or a trigger)
-     * and the JNI native does the rest.
+     * and the JNI native does the rest. Before the downcalls are made, the JNI native.
      */
     @DontInline
     public static void enterCritical(int key) {
-        if (downcall(criticalEnter, key) == 0) {
-            enterMissed0(key);
+        MethodHandle h = criticalEnter;
+        if (downcall(h, key) == 0) {
+            if (h == null) {
+                enter0(key);
+            } else {
+                enterMissed0(key);
+            }
         }
     }
 
     /** {@link #leaf0} through the critical downcall, as {@link #enterCritical}. */
     @DontInline
     public static void leafCritical(int key) {
-        if (downcall(criticalEnter, key | LEAF) == 0) {
-            leafMissed0(key);
+        MethodHandle h = criticalEnter;
+        if (downcall(h, key | LEAF) == 0) {
+            if (h == null) {
+                leaf0(key);
+            } else {
+                leafMissed0(key);
+            }
         }
     }
 
     /** The exit of the method whose key is given, as {@link #enterCritical}. */
     @DontInline
     public static void exitCritical(int key) {
-        if (downcall(criticalExit, key) == 0) {
-            exitMissed0(key);
+        MethodHandle h = criticalExit;
+        if (downcall(h, key) == 0) {
+            if (h == null) {
+                exit0(key);
+            } else {
+                exitMissed0(key);
+            }
         }
     }
 
@@ -218,6 +240,7 @@ public final class JliveTrampoline {
      * The one call site of both downcalls, so that {@link #critical} links it (and has the
      * handles customized) before any instrumented method calls it: linking runs JDK code that
      * is itself instrumented (Objects.requireNonNull...), which would call it again, and again.
+     * Instrumented code reaches it with a null handle until then.
      */
     private static int downcall(MethodHandle h, int key) {
         if (h == null) {
@@ -246,21 +269,28 @@ public final class JliveTrampoline {
      * instrumented, or an instrumented method would call it again, and again.
      */
     private static boolean probeCritical() throws Throwable {
-        return (int) criticalEnter.invokeExact(-1) == 0 && (int) criticalExit.invokeExact(-1) == 0
-                && downcall(criticalEnter, -1) == 0 && downcall(criticalExit, -1) == 0;
+        return (int) madeEnter.invokeExact(-1) == 0 && (int) madeExit.invokeExact(-1) == 0
+                && downcall(madeEnter, -1) == 0 && downcall(madeExit, -1) == 0;
+    }
+
+    /** Called by libjlive (JNI) once {@link #probeCritical} passed: instrumented code uses them. */
+    private static boolean publishCritical() {
+        criticalEnter = madeEnter;
+        criticalExit = madeExit;
+        return true;
     }
 
     /** The address of libjlive's critical entry (0) or exit (1) function. */
     private static native long criticalAddress(int which);
 
     /**
-     * Called by libjlive (JNI) once before it instruments: makes the critical downcalls, true
+     * Called by libjlive (JNI) once, on a thread of its own: makes the critical downcalls, true
      * if the JDK has them (JDK 22's java.lang.foreign, reached by reflection: this class is
      * compiled for Java 8). As a class of java.base it may call the restricted downcallHandle
      * without --enable-native-access.
      */
     private static boolean critical() {
-        if (criticalEnter != null) {
+        if (madeEnter != null) {
             return true;
         }
         try {
@@ -295,8 +325,8 @@ public final class JliveTrampoline {
                     return false;
                 }
             }
-            criticalEnter = e;
-            criticalExit = x;
+            madeEnter = e;
+            madeExit = x;
             return true;
         } catch (Throwable t) {
             return false;
