@@ -175,6 +175,10 @@ pub fn object_identity(
     let Some(jni) = Jni::from_callback(jni) else {
         return (NO_OBJECT, None);
     };
+    // A thread that records nothing (one of jlive's own) would tag an object no trace defines.
+    if Hub::current().is_none() && !attach_java_thread(p, jvmti, std::ptr::null_mut()) {
+        return (NO_OBJECT, None);
+    }
     let Some(id) = new_object_id(p) else {
         return (NO_OBJECT, None);
     };

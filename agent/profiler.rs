@@ -762,8 +762,8 @@ impl Profiler {
             match capture::bci::initialize_trampoline(jni) {
                 Ok(()) => {
                     if self.rewrites_at_load() {
-                        // At VM init nothing else runs Java code yet; attached, the
-                        // application does.
+                        // The downcalls are made on a thread of their own, beside the
+                        // retransformation and the program.
                         capture::bci::prepare_critical(self, jni);
                         capture::bci::retransform_loaded(self, jvmti, jni);
                     }

@@ -28,7 +28,10 @@ public class CallBench {
         return System.nanoTime() - t0;
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
+        // -Dcallbench.wait=MS: on JDK 22 and later, first give libjlive's thread the time to
+        // make its FFM downcalls (the application's calls reach the JNI natives meanwhile).
+        Thread.sleep(Long.getLong("callbench.wait", 0));
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 5_000_000;
         int warm = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
         run(warm);

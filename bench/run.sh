@@ -107,8 +107,10 @@ for _ in $(seq "$runs"); do
         bcinull) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,file=/dev/null") ;;
         tptpnull) v=$(callbench "$java" "$iterations" -agentpath:"$lib=capture=bci,format=tptp,file=/dev/null") ;;
         jfr) v=$(callbench "$JDK25/bin/java" 1000000 -XX:StartFlightRecording:method-trace=CallBench,filename="$work/cb.jfr") ;;
-        bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
-        bci25jni) v=$(callbench "$JDK25/bin/java" "$iterations" -agentpath:"$lib=capture=bci,trampolines=jni,file=$work/cb.trc") ;;
+        # Measured once jlive's thread has made the FFM downcalls (JDK 22+: 0.1-0.3 s after
+        # VM init, the JNI natives meanwhile), as the floors below are: their steady state.
+        bci25) v=$(callbench "$JDK25/bin/java" "$iterations" -Dcallbench.wait=1000 -agentpath:"$lib=capture=bci,file=$work/cb.trc") ;;
+        bci25jni) v=$(callbench "$JDK25/bin/java" "$iterations" -Dcallbench.wait=1000 -agentpath:"$lib=capture=bci,trampolines=jni,file=$work/cb.trc") ;;
         ffm25) v=$(callbench "$JDK25/bin/java" "$iterations" --enable-native-access=ALL-UNNAMED -Dfloor.lib="$work/libfloor_natives.so" -- FloorBench25) ;;
         java25) v=$(callbench "$JDK25/bin/java" "$iterations" -- FloorBench25) ;;
         esac

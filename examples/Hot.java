@@ -15,7 +15,9 @@ public class Hot {
         return s;
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
+        // -Dhot.wait=MS: first give libjlive's thread the time to make its FFM downcalls.
+        Thread.sleep(Integer.getInteger("hot.wait", 0));
         int sum = 0;
         for (int round = 0; round < 20; round++) {
             sum += loop(10_000);

@@ -277,9 +277,10 @@ fn calls_to_intrinsics_are_exact_whether_hotspot_runs_their_bytecode_or_its_own_
 }
 
 /// On JDK 22 and later (25 here) instrumented methods reach libjlive through FFM critical
-/// downcalls: `JliveTrampoline.enterCritical`/`exitCritical`, which C2 inlines into Hot's
-/// compiled methods; on JDK 17, and with `trampolines=jni`, through the JNI natives. Either way
-/// the trace holds Hot's calls exactly: 200,000 of step and 20 of loop, entered and left.
+/// downcalls: `JliveTrampoline.enterCritical`/`exitCritical` (`@DontInline`), which Hot's
+/// compiled methods call, and which reach the JNI natives until jlive's thread has made the
+/// downcalls; on JDK 17, and with `trampolines=jni`, through the JNI natives. Either way the
+/// trace holds Hot's calls exactly: 200,000 of step and 20 of loop, entered and left.
 #[test]
 fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
     for jdk in jdks() {
@@ -295,6 +296,12 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
                     log.display(),
                     extra
                 ))
+                // Hot's loop once the downcalls are made, where they are.
+                .arg(if jdk.name != "jdk17" && extra.is_empty() {
+                    "-Dhot.wait=1500"
+                } else {
+                    "-Dhot.wait=0"
+                })
                 .arg("-cp")
                 .arg(classes())
                 .arg("Hot");
@@ -309,8 +316,17 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
                 "trampolines: JNI natives"
             };
             assert!(log.contains(said), "{}{}: {}", jdk.name, extra, log);
-            // Compiled instrumented methods call enterCritical (@DontInline), or enter0 (the
-            // JDK classes loaded while the downcalls were being made call it too).
+            if critical {
+                // Made, checked and handed to the trampolines (VM death waits for that).
+                assert!(
+                    log.contains("trampolines: FFM critical downcalls ready in")
+                        && !log.contains("trampolines: JNI natives"),
+                    "{}: {}",
+                    jdk.name,
+                    log
+                );
+            }
+            // Compiled instrumented methods call enterCritical (@DontInline), or enter0.
             let lines = |what: &str| run.stdout.lines().filter(|l| l.contains(what)).count();
             assert_eq!(
                 lines("java.lang.JliveTrampoline::enterCritical (") > 0,

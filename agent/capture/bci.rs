@@ -55,8 +55,9 @@ static REWRITING: AtomicBool = AtomicBool::new(false);
 static INSTRUMENTED: parking_lot::Mutex<bool> = parking_lot::Mutex::new(false);
 static NEXT_LOADER: AtomicU64 = AtomicU64::new(1);
 /// Classes instrumented from now on call `JliveTrampoline.enterCritical`/`exitCritical`, which
-/// reach [`critical_enter`] and [`critical_exit`] as FFM critical downcalls (JDK 22 and later;
-/// [`prepare_critical`]), instead of the JNI natives `enter0`/`exit0`.
+/// reach [`critical_enter`] and [`critical_exit`] as FFM critical downcalls once they are made
+/// (JDK 22 and later; [`prepare_critical`]), and the JNI natives `enter0`/`exit0` until then,
+/// instead of the JNI natives themselves.
 static CRITICAL: AtomicBool = AtomicBool::new(false);
 
 /// The intrinsic candidates of the boot classes instrumented so far, by class: (name,
@@ -220,7 +221,7 @@ fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
 /// calls reaching the JNI natives through the same trampolines until the downcalls are made
 /// and checked. JDKs before 22 have none, and keep the JNI natives.
 pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
-    if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) {
+    if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) || p.closed.load(Ordering::SeqCst) {
         return;
     }
     if p.options.jni_only {
@@ -242,7 +243,9 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
         log::info("trampolines: JNI natives (this JDK has no FFM critical downcalls)");
         return;
     }
-    CRITICAL.store(true, Ordering::SeqCst);
+    if CRITICAL.swap(true, Ordering::SeqCst) {
+        return;
+    }
     let (done, finished) = crossbeam_channel::bounded::<()>(1);
     *CRITICAL_THREAD.lock() = Some(finished);
     let spawned = std::thread::Builder::new()
@@ -266,7 +269,7 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
         });
     match spawned {
         Ok(_) => log::info(
-            "trampolines: FFM critical downcalls (being made beside the application, which reaches the JNI natives meanwhile)",
+            "trampolines: FFM critical downcalls pending (being made beside the application, which reaches the JNI natives meanwhile)",
         ),
         Err(e) => log::warn(&format!(
             "trampolines: JNI natives (no thread to make the FFM downcalls on: {})",
@@ -293,12 +296,23 @@ pub fn join_critical(timeout: std::time::Duration) {
 /// [`prepare_critical`]'s thread: makes the downcalls, checks them and hands them to the
 /// trampolines (`class`, a global reference).
 fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
+    // A program that ends meanwhile has no use for them (VM death waits for this thread).
+    let closed = || p.closed.load(Ordering::SeqCst);
+    if closed() {
+        return;
+    }
     if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
         log::warn("trampolines: JNI natives (the FFM critical downcalls could not be made)");
         return;
     }
+    if closed() {
+        return;
+    }
     if let Err(e) = probe_critical(p, jni, class) {
         log::warn(&format!("trampolines: JNI natives ({})", e));
+        return;
+    }
+    if closed() {
         return;
     }
     if jni.call_static_boolean(class, c"publishCritical", c"()Z") == Some(true) {
@@ -570,6 +584,10 @@ pub extern "C" fn interpreted_only_entry(
 /// [`probe_critical`]: notes the class of a method a downcall ran if jlive would instrument it.
 #[cold]
 fn probed(method: jni_sys::jmethodID) {
+    let me = std::thread::current().id();
+    if !PROBED.lock().as_ref().is_some_and(|(t, _)| *t == me) {
+        return; // another thread's entry (MethodEntry switched on for all, drop_hoisted_gates)
+    }
     let Some(p) = profiler::get() else {
         return;
     };
@@ -581,7 +599,6 @@ fn probed(method: jni_sys::jmethodID) {
     };
     let name = crate::classes::internal_name(&signature);
     if !excluded_with(&name, true) && p.filter.traces(&name) {
-        let me = std::thread::current().id();
         if let Some((_, found)) = PROBED.lock().as_mut().filter(|(t, _)| *t == me) {
             found.push(name);
         }
@@ -1183,10 +1200,11 @@ pub fn instrument_now() -> Option<(u64, std::time::Duration)> {
     }
     p.vm.with_env(|jni| {
         let _frame = jni.local_frame(16);
-        prepare_critical(p, jni);
         // From here on ClassPrepare registers each class; those prepared before are listed
-        // after it, and registered here.
+        // after it, and registered here. Before the downcalls' thread loads any class: a class
+        // loaded unrewritten could not get its native wrappers later.
         REWRITING.store(true, Ordering::SeqCst);
+        prepare_critical(p, jni);
         let classes = Classes {
             jvmti: p.jvmti,
             jni,

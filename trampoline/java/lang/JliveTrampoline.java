@@ -185,7 +185,9 @@ public final class JliveTrampoline {
      * that compiled callers hold them as constants. Until then methods instrumented to call
      * {@link #enterCritical} and {@link #exitCritical} reach the JNI natives through them.
      * (C2 compiles a trampoline that only saw them null with an uncommon trap on the other
-     * branch: the first call after they are set recompiles it with the handle a constant.)
+     * branch: the first call after they are set deoptimizes it, and it is compiled again, the
+     * handle a constant. C1 alone, -XX:TieredStopAtLevel=1, keeps the field's load and a
+     * generic invokeExact in what it compiled before, still without the JNI transition.)
      */
     @Stable
     private static MethodHandle criticalEnter, criticalExit;
