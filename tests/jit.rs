@@ -298,7 +298,7 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
                 ))
                 // Hot's loop once the downcalls are made, where they are.
                 .arg(if jdk.name != "jdk17" && extra.is_empty() {
-                    "-Dhot.wait=1500"
+                    "-Dhot.wait=2500"
                 } else {
                     "-Dhot.wait=0"
                 })
@@ -317,7 +317,7 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
             };
             assert!(log.contains(said), "{}{}: {}", jdk.name, extra, log);
             if critical {
-                // Made, checked and handed to the trampolines (VM death waits for that).
+                // Made, checked and handed to the trampolines while Hot waited.
                 assert!(
                     log.contains("trampolines: FFM critical downcalls ready in")
                         && !log.contains("trampolines: JNI natives"),
@@ -348,12 +348,13 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
             let missed = number_before(&log, " critical downcalls left to JNI");
             assert!(
                 missed < 4_000,
-                "{}{}: {} of 400,040 records left to JNI",
+                "{}{}: {} of some 200,040 downcalls left to JNI",
                 jdk.name,
                 extra,
                 missed
             );
-            let calls = calls(&read_trace(&file));
+            let trace = read_trace(&file);
+            let calls = calls(&trace);
             assert_eq!(
                 total(&calls, "Hot.step"),
                 (200_000, 200_000),
@@ -361,6 +362,26 @@ fn compiled_calls_are_exact_through_critical_downcalls_and_through_jni() {
                 jdk.name,
                 extra
             );
+            // step is a leaf: each call entered and left by one call, at one tick (through
+            // leafCritical's downcall on JDK 25).
+            let mut entered = std::collections::HashMap::new();
+            let mut instant = 0;
+            for (_, e) in &trace.events {
+                match e {
+                    jlive_writer::model::Event::MethodEnter(e) => {
+                        entered.insert((e.thread, e.ticket), (e.method, e.ticks));
+                    }
+                    jlive_writer::model::Event::MethodLeave(l) => {
+                        if let Some((method, ticks)) = entered.remove(&(l.thread, l.ticket)) {
+                            if trace.method_name(method) == "Hot.step" && l.ticks == ticks {
+                                instant += 1;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(instant, 200_000, "{}{}: step at one tick", jdk.name, extra);
             assert_eq!(total(&calls, "Hot.loop"), (20, 20), "{}{}", jdk.name, extra);
             let _ = std::fs::remove_dir_all(&dir);
         }

@@ -219,7 +219,9 @@ fn weave(p: &Profiler, first_load: bool, critical: bool) -> Weave {
 /// Xeon a JNI call was most of a traced call: bench/README.md). Making them loads some 350
 /// classes of the FFM implementation (100-180 ms): the application goes on meanwhile, its
 /// calls reaching the JNI natives through the same trampolines until the downcalls are made
-/// and checked. JDKs before 22 have none, and keep the JNI natives.
+/// and checked. JDKs before 22 have none, and keep the JNI natives. The thread starts once
+/// the intrinsic candidates are known ([`start_critical`], from [`retransform_loaded`]), so
+/// that the classes it loads wrap their calls.
 pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
     if !p.uses_bci() || CRITICAL.load(Ordering::SeqCst) || p.closed.load(Ordering::SeqCst) {
         return;
@@ -243,11 +245,27 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
         log::info("trampolines: JNI natives (this JDK has no FFM critical downcalls)");
         return;
     }
-    if CRITICAL.swap(true, Ordering::SeqCst) {
+    if !CRITICAL.swap(true, Ordering::SeqCst) {
+        CRITICAL_PENDING.store(true, Ordering::SeqCst);
+    }
+}
+
+/// [`prepare_critical`] chose the downcalls, whose thread has not started yet.
+static CRITICAL_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Starts the thread that makes the downcalls, if [`prepare_critical`] chose them: not once
+/// the JVM is closing (under the lock [`join_critical`] takes, so that VM death waits for a
+/// thread started before it, and none starts after).
+fn start_critical(p: &'static Profiler) {
+    if !CRITICAL_PENDING.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut slot = CRITICAL_THREAD.lock();
+    if p.closed.load(Ordering::SeqCst) {
+        log::info("trampolines: JNI natives (the JVM ended before the FFM downcalls were made)");
         return;
     }
     let (done, finished) = crossbeam_channel::bounded::<()>(1);
-    *CRITICAL_THREAD.lock() = Some(finished);
     let spawned = std::thread::Builder::new()
         .name("jlive-critical".into())
         .spawn(move || {
@@ -255,6 +273,9 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
             let _done = done;
             crate::buffer::mark_agent_thread();
             let started = std::time::Instant::now();
+            if p.closed.load(Ordering::SeqCst) {
+                return;
+            }
             let Some(env) = p.vm.attach_daemon(c"jlive critical") else {
                 log::warn("trampolines: JNI natives (no thread to make the FFM downcalls on)");
                 return;
@@ -268,9 +289,12 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
             p.vm.detach_current();
         });
     match spawned {
-        Ok(_) => log::info(
-            "trampolines: FFM critical downcalls pending (being made beside the application, which reaches the JNI natives meanwhile)",
-        ),
+        Ok(_) => {
+            *slot = Some(finished);
+            log::info(
+                "trampolines: FFM critical downcalls pending (being made beside the application, which reaches the JNI natives meanwhile)",
+            )
+        }
         Err(e) => log::warn(&format!(
             "trampolines: JNI natives (no thread to make the FFM downcalls on: {})",
             e
@@ -297,7 +321,15 @@ pub fn join_critical(timeout: std::time::Duration) {
 /// trampolines (`class`, a global reference).
 fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
     // A program that ends meanwhile has no use for them (VM death waits for this thread).
-    let closed = || p.closed.load(Ordering::SeqCst);
+    let closed = || {
+        let closed = p.closed.load(Ordering::SeqCst);
+        if closed {
+            log::info(
+                "trampolines: JNI natives (the JVM ended before the FFM downcalls were ready)",
+            );
+        }
+        closed
+    };
     if closed() {
         return;
     }
@@ -1242,6 +1274,7 @@ pub fn retransform_loaded(p: &'static Profiler, jvmti: Jvmti, jni: Jni<'_>) {
     // MetadataOnStackMark, a Tomcat serving requests at its first burst).
     let (callees, rest) = work.as_slice().split_at(first);
     retransform_chunks(jvmti, callees, &AtomicUsize::new(0));
+    start_critical(p);
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         // Helper threads take chunks as well when there are more: at VM init the JIT's

@@ -403,8 +403,10 @@ pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafSco
         54..=57 | 59..=74 | 76..=78 => true,
         58 => scope.is_static || code.code[i.pc + 1] != 0,
         75 => scope.is_static,
-        // getstatic, putstatic: the class's own statics (it is initialized, or being so by
-        // this thread, since its method runs).
+        // getstatic, putstatic: the class's own statics. It is initialized, or being so by
+        // this thread, since its method runs; but for an instance that escaped a <clinit>
+        // still running on another thread (which this one then waits for) or one that failed
+        // (whose NoClassDefFoundError is Java code run after the leaf's exit): rare enough.
         178 | 179 => declared(code, pool, i, scope, true),
         // getfield of `this`.
         180 => this_field(k, 1),
@@ -1003,7 +1005,8 @@ mod tests {
             (&[0x2C, 0xB4, 0xF0, 0x00, 0xAC], false, false),         // another object's field
             (&[0x2A, 0xB4, 0xF0, 0x00, 0xAC], true, false),          // local 0 is no `this`
             (&[0x2C, 0x4B, 0x2A, 0xB4, 0xF0, 0x00, 0xAC], false, false), // this = other
-            (&[0x2A, 0x1B, 0x99, 0, 3, 0xB4, 0xF0, 0x00, 0xAC], false, false), // a target
+            // other; if (i != 0) goto L; pop; this; L: getfield f — `this` or not.
+            (&[0x2C, 0x1B, 0x9A, 0, 5, 0x57, 0x2A, 0xB4, 0xF0, 0x00, 0xAC], false, false),
             (&[0x2A, 0x59, 0xB5, 0xF0, 0x00, 0xB1], false, false),   // dup; putfield
             (&[0x2B, 0x2A, 0x00, 0xB5, 0xF0, 0x00, 0xB1], false, false), // nop; putfield
             (&[0x2A, 0x1B, 0xB5, 0xF0, 0x01, 0xB1], false, false),   // this.fin = i
@@ -1083,5 +1086,19 @@ mod tests {
             fields: &fields,
         };
         assert!(!is_leaf(&code, &pool, &insns, &scope));
+        // At most LEAF_CODE bytes.
+        for (len, leaf) in [(LEAF_CODE, true), (LEAF_CODE + 1, false)] {
+            let mut body = vec![0u8; len];
+            body[len - 1] = RETURN;
+            let code = Code {
+                max_stack: 0,
+                max_locals: 0,
+                code: body.into(),
+                handlers: Vec::new(),
+                attributes: Vec::new(),
+            };
+            let insns = decode(&code.code).unwrap();
+            assert_eq!(is_leaf(&code, &pool, &insns, &scope), leaf, "{} bytes", len);
+        }
     }
 }
