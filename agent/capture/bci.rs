@@ -663,17 +663,19 @@ fn not_recording() {
     }
 }
 
-/// An entry of method `key` whose receiver is `object` (or NO_OBJECT, PENDING_OBJECT). Each
-/// trampoline wraps it in its own `guard`, so that the guarded body stays inlined in each.
+/// An entry of method `key` whose receiver is `object` (or NO_OBJECT, PENDING_OBJECT): its
+/// ticks when recorded. Each trampoline wraps it in its own `guard`, so that the guarded body
+/// stays inlined in each.
 #[inline(always)]
-fn enter_with(key: jint, object: u32) {
+fn enter_with(key: jint, object: u32) -> Option<u64> {
     callee_ran();
     if super::trigger::armed() && !fires(key) {
-        return;
+        return None;
     }
-    if let Some(p) = recording(GATE_ENTRIES) {
-        entered(p, clock::ticks(), key as u64, object, || current_thread(p));
-    }
+    let p = recording(GATE_ENTRIES)?;
+    let ticks = clock::ticks();
+    entered(p, ticks, key as u64, object, || current_thread(p));
+    Some(ticks)
 }
 
 /// The common case of a method record, when the thread has a buffer with room and no
@@ -682,19 +684,26 @@ fn enter_with(key: jint, object: u32) {
 /// const-initialized `Cell` with no destructor (so `with` cannot fail).
 #[inline(always)]
 fn fast(what: i32, form: u32, key: jint, arg: u32) -> bool {
-    // The TSC read takes longer than all the rest: started first, it overlaps the checks.
-    // (The Java side only calls while a burst records, so it is seldom read in vain.)
-    let Some(ticks) = clock::tsc() else {
-        return false;
-    };
-    // The thread-local lookup is a call: early, so that little has to survive it.
-    let Some(b) = Hub::current() else {
-        return false;
-    };
-    let Some(p) = fast_profiler(what, key) else {
+    let Some((ticks, b, p)) = fast_start(what, key) else {
         return false;
     };
     b.try_append(&p.hub, Slot::compact(form, ticks, key as u32, arg))
+}
+
+/// What every fast path begins with: the TSC, the thread's buffer, and the profiler when a
+/// record of `key` for gate bits `what` may take the fast path ([`fast_profiler`]).
+#[inline(always)]
+fn fast_start(
+    what: i32,
+    key: jint,
+) -> Option<(u64, &'static crate::buffer::ThreadBuffer, &'static Profiler)> {
+    // The TSC read takes longer than all the rest: started first, it overlaps the checks.
+    // (The Java side only calls while a burst records, so it is seldom read in vain.)
+    let ticks = clock::tsc()?;
+    // The thread-local lookup is a call: early, so that little has to survive it.
+    let b = Hub::current()?;
+    let p = fast_profiler(what, key)?;
+    Some((ticks, b, p))
 }
 
 /// The profiler, when a record of `key` for gate bits `what` may take the fast path: the gate
@@ -875,13 +884,7 @@ extern "system" fn leaf_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
 /// (the entry alone while the burst records entries only, `methods=entry`).
 #[inline(always)]
 fn leaf_fast(key: jint) -> bool {
-    let Some(ticks) = clock::tsc() else {
-        return false;
-    };
-    let Some(b) = Hub::current() else {
-        return false;
-    };
-    let Some(p) = fast_profiler(GATE_ENTRIES, key) else {
+    let Some((ticks, b, p)) = fast_start(GATE_ENTRIES, key) else {
         return false;
     };
     let entry = Slot::compact(FORM_ENTRY, ticks, key as u32, NO_OBJECT);
@@ -896,14 +899,9 @@ fn leaf_fast(key: jint) -> bool {
 #[inline(never)]
 fn leaf_slow(key: jint) {
     guard(|| {
-        callee_ran();
-        if super::trigger::armed() && !fires(key) {
+        let Some(ticks) = enter_with(key, NO_OBJECT) else {
             return;
-        }
-        let ticks = clock::ticks();
-        if let Some(p) = recording(GATE_ENTRIES) {
-            entered(p, ticks, key as u64, NO_OBJECT, || current_thread(p));
-        }
+        };
         if let Some(p) = recording(GATE_EXITS) {
             super::left_leaf(p, ticks, key as u64, || current_thread(p));
         }
@@ -919,7 +917,9 @@ extern "system" fn enter(_env: *mut JNIEnv, _class: jclass, key: jint) {
 #[cold]
 #[inline(never)]
 fn enter_slow(key: jint) {
-    guard(|| enter_with(key, NO_OBJECT));
+    guard(|| {
+        enter_with(key, NO_OBJECT);
+    });
 }
 
 extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
@@ -937,7 +937,9 @@ extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobj
 }
 
 extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
-    guard(|| enter_with(key, PENDING_OBJECT));
+    guard(|| {
+        enter_with(key, PENDING_OBJECT);
+    });
 }
 
 /// The receiver of a constructor, once super() has returned (objects=on).

@@ -392,7 +392,7 @@ pub fn is_leaf(code: &Code, pool: &ConstantPool, insns: &[Insn], scope: &LeafSco
             let index = if i.op == 18 {
                 u16::from(code.code[i.pc + 1])
             } else {
-                u16::from_be_bytes([code.code[i.pc + 1], code.code[i.pc + 2]])
+                u2(&code.code, i.pc + 1).unwrap_or(0)
             };
             matches!(
                 pool.entries.get(usize::from(index)),
@@ -443,8 +443,7 @@ fn field_owner<'p>(
     pool: &'p ConstantPool,
     i: &Insn,
 ) -> Option<(&'p [u8], &'p [u8], &'p [u8])> {
-    let index = u16::from_be_bytes([*code.code.get(i.pc + 1)?, *code.code.get(i.pc + 2)?]);
-    pool.member_ref(index).ok()
+    pool.member_ref(u2(&code.code, i.pc + 1).ok()?).ok()
 }
 
 /// The pc of a constructor's super()/this() call if it is reached from the entry without a
