@@ -829,7 +829,6 @@ impl Profiler {
         if let Some(handle) = self.control.lock().take() {
             let _ = handle.join();
         }
-        capture::bci::join_critical(Duration::from_secs(5));
         if self.uses_bci() && self.bursts.lock().is_open() {
             // Inside the last burst, so that `jlive stats` can tell what was not traced.
             self.hub.stop_and_collect();
@@ -846,6 +845,9 @@ impl Profiler {
         if crate::plugin::started() {
             let _ = crate::plugin::shutdown(self);
         }
+        // Once nothing is recorded: what the downcalls' thread still does (a collection its
+        // allocations cause, say) is jlive's, not the program's.
+        capture::bci::join_critical(Duration::from_secs(5));
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {
             ticks_per_microsecond: clock::refined_rate(),

@@ -251,17 +251,18 @@ fn an_owner_whose_class_overrides_get_id_is_still_the_owner() {
         assert_eq!(want.len(), 3, "{}: {}", jdk.name, run.stdout);
         let monitors: BTreeSet<u32> = want.iter().map(|m| m.0).collect();
         let trace = read_trace(&file);
-        let mut got: Vec<(u32, u32)> = trace
+        let contended: Vec<(u32, u32)> = trace
             .events
             .iter()
             .filter_map(|(_, e)| match e {
-                Event::Sync(s)
-                    if s.kind == SyncKind::ContendedEnter && monitors.contains(&s.object) =>
-                {
-                    Some((s.object, s.owner))
-                }
+                Event::Sync(s) if s.kind == SyncKind::ContendedEnter => Some((s.object, s.owner)),
                 _ => None,
             })
+            .collect();
+        let mut got: Vec<(u32, u32)> = contended
+            .iter()
+            .filter(|(m, _)| monitors.contains(m))
+            .copied()
             .collect();
         got.sort();
         want.sort();
@@ -271,10 +272,19 @@ fn an_owner_whose_class_overrides_get_id_is_still_the_owner() {
         let said = log.contains("OwnId$Liar; overrides Thread.getId()");
         let jdk17 = jdk.name == "jdk17";
         assert_eq!(said, jdk17, "{}: {}", jdk.name, log);
-        // JDK 17: the three asked at a safepoint; JDK 25: the three read from ThreadInfo.
+        // JDK 17: the three asked at a safepoint; JDK 25: the three read from ThreadInfo. The
+        // JDK's own code may contend once more (a thread ending while main joins it, whose
+        // ThreadInfo is gone): only those may have been found the other way.
         let (read, asked) = owners_found(&log);
         let (expected, other) = if jdk17 { (asked, read) } else { (read, asked) };
-        assert!(expected >= 3 && other == 0, "{}: {}", jdk.name, log);
+        let more = contended.len() as u64 - 3;
+        assert!(
+            expected >= 3 && other <= more && read + asked == contended.len() as u64,
+            "{}: {} contentions: {}",
+            jdk.name,
+            contended.len(),
+            log
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
