@@ -845,9 +845,6 @@ impl Profiler {
         if crate::plugin::started() {
             let _ = crate::plugin::shutdown(self);
         }
-        // Once nothing is recorded: what the downcalls' thread still does (a collection its
-        // allocations cause, say) is jlive's, not the program's.
-        capture::bci::join_critical(Duration::from_secs(5));
         let (done, summary) = crossbeam_channel::bounded::<Summary>(1);
         self.hub.control(Message::Close {
             ticks_per_microsecond: clock::refined_rate(),

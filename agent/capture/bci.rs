@@ -253,24 +253,21 @@ pub fn prepare_critical(p: &'static Profiler, jni: Jni<'_>) {
 /// [`prepare_critical`] chose the downcalls, whose thread has not started yet.
 static CRITICAL_PENDING: AtomicBool = AtomicBool::new(false);
 
-/// Starts the thread that makes the downcalls, if [`prepare_critical`] chose them: not once
-/// the JVM is closing (under the lock [`join_critical`] takes, so that VM death waits for a
-/// thread started before it, and none starts after).
+/// Starts the thread that makes the downcalls, if [`prepare_critical`] chose them, not once
+/// the JVM is closing. VM death does not wait for it: a daemon thread of the JVM's, it stops
+/// where it is when the JVM goes (as the JDK's own daemon threads do), and a program shorter
+/// than the downcalls' making ends as soon as it would without them.
 fn start_critical(p: &'static Profiler) {
     if !CRITICAL_PENDING.swap(false, Ordering::SeqCst) {
         return;
     }
-    let mut slot = CRITICAL_THREAD.lock();
     if p.closed.load(Ordering::SeqCst) {
         log::info("trampolines: JNI natives (the JVM ended before the FFM downcalls were made)");
         return;
     }
-    let (done, finished) = crossbeam_channel::bounded::<()>(1);
     let spawned = std::thread::Builder::new()
         .name("jlive-critical".into())
         .spawn(move || {
-            // Dropped last, once the thread has left the JVM.
-            let _done = done;
             crate::buffer::mark_agent_thread();
             let started = std::time::Instant::now();
             if p.closed.load(Ordering::SeqCst) {
@@ -289,12 +286,9 @@ fn start_critical(p: &'static Profiler) {
             p.vm.detach_current();
         });
     match spawned {
-        Ok(_) => {
-            *slot = Some(finished);
-            log::info(
-                "trampolines: FFM critical downcalls pending (being made beside the application, which reaches the JNI natives meanwhile)",
-            )
-        }
+        Ok(_) => log::info(
+            "trampolines: FFM critical downcalls pending (being made beside the application, which reaches the JNI natives meanwhile)",
+        ),
         Err(e) => log::warn(&format!(
             "trampolines: JNI natives (no thread to make the FFM downcalls on: {})",
             e
@@ -302,25 +296,10 @@ fn start_critical(p: &'static Profiler) {
     }
 }
 
-/// Disconnected once [`prepare_critical`]'s thread has left the JVM.
-static CRITICAL_THREAD: parking_lot::Mutex<Option<crossbeam_channel::Receiver<()>>> =
-    parking_lot::const_mutex(None);
-
-/// VM death: waits up to `timeout` for [`prepare_critical`]'s thread, so that it leaves the
-/// JVM before the JVM goes (a program shorter than the downcalls' making).
-pub fn join_critical(timeout: std::time::Duration) {
-    let finished = CRITICAL_THREAD.lock().take();
-    if let Some(finished) = finished {
-        if finished.recv_timeout(timeout) == Err(crossbeam_channel::RecvTimeoutError::Timeout) {
-            log::warn("the thread making the FFM downcalls did not end in time");
-        }
-    }
-}
-
 /// [`prepare_critical`]'s thread: makes the downcalls, checks them and hands them to the
 /// trampolines (`class`, a global reference).
 fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
-    // A program that ends meanwhile has no use for them (VM death waits for this thread).
+    // A program that ends meanwhile has no use for them.
     let closed = || {
         let closed = p.closed.load(Ordering::SeqCst);
         if closed {
