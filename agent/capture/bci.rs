@@ -274,7 +274,7 @@ fn start_critical(p: &'static Profiler) {
                 return;
             }
             let Some(env) = p.vm.attach_daemon(c"jlive critical") else {
-                log::warn("trampolines: JNI natives (no thread to make the FFM downcalls on)");
+                critical_failed(p, "no thread to make the FFM downcalls on");
                 return;
             };
             guard(|| {
@@ -313,14 +313,14 @@ fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::
         return;
     }
     if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
-        log::warn("trampolines: JNI natives (the FFM critical downcalls could not be made)");
+        critical_failed(p, "the FFM critical downcalls could not be made");
         return;
     }
     if closed() {
         return;
     }
     if let Err(e) = probe_critical(p, jni, class) {
-        log::warn(&format!("trampolines: JNI natives ({})", e));
+        critical_failed(p, &e);
         return;
     }
     if closed() {
@@ -331,6 +331,16 @@ fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::
             "trampolines: FFM critical downcalls ready in {:?}",
             started.elapsed()
         ));
+    }
+}
+
+/// A step of the downcalls' thread failed: a warning, unless the JVM is closing (VM death does
+/// not wait for the thread, whose JVM and JVMTI calls then fail).
+fn critical_failed(p: &Profiler, why: &str) {
+    if p.closed.load(Ordering::SeqCst) {
+        log::info("trampolines: JNI natives (the JVM ended before the FFM downcalls were ready)");
+    } else {
+        log::warn(&format!("trampolines: JNI natives ({})", why));
     }
 }
 
