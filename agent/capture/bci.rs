@@ -300,15 +300,7 @@ fn start_critical(p: &'static Profiler) {
 /// trampolines (`class`, a global reference).
 fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
     // A program that ends meanwhile has no use for them.
-    let closed = || {
-        let closed = p.closed.load(Ordering::SeqCst);
-        if closed {
-            log::info(
-                "trampolines: JNI natives (the JVM ended before the FFM downcalls were ready)",
-            );
-        }
-        closed
-    };
+    let closed = || ended_first(p);
     if closed() {
         return;
     }
@@ -334,12 +326,19 @@ fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::
     }
 }
 
+/// Whether the JVM is closing, which the log then says, before the downcalls were ready.
+fn ended_first(p: &Profiler) -> bool {
+    let closed = p.closed.load(Ordering::SeqCst);
+    if closed {
+        log::info("trampolines: JNI natives (the JVM ended before the FFM downcalls were ready)");
+    }
+    closed
+}
+
 /// A step of the downcalls' thread failed: a warning, unless the JVM is closing (VM death does
 /// not wait for the thread, whose JVM and JVMTI calls then fail).
 fn critical_failed(p: &Profiler, why: &str) {
-    if p.closed.load(Ordering::SeqCst) {
-        log::info("trampolines: JNI natives (the JVM ended before the FFM downcalls were ready)");
-    } else {
+    if !ended_first(p) {
         log::warn(&format!("trampolines: JNI natives ({})", why));
     }
 }
