@@ -37,9 +37,11 @@ fn by_burst(trace: &Trace) -> Vec<(HashMap<String, u64>, Vec<String>)> {
     bursts
 }
 
-fn scratch_socket(name: &str) -> (PathBuf, PathBuf) {
+/// A scratch directory (removed when it is dropped), its control socket and its trace file.
+fn scratch_socket(name: &str) -> (Scratch, PathBuf, PathBuf) {
     let dir = scratch(name);
-    (dir.join("c.sock"), dir.join("t.trc"))
+    let (socket, file) = (dir.join("c.sock"), dir.join("t.trc"));
+    (dir, socket, file)
 }
 
 #[test]
@@ -52,7 +54,7 @@ fn two_bursts_hold_exactly_their_phases_and_the_middle_is_nowhere() {
         })
     });
     for (jdk, capture, format) in setups {
-        let (socket, file) = scratch_socket("bursts");
+        let (_dir, socket, file) = scratch_socket("bursts");
         let file = file.with_extension(format.extension());
         let options = format!(
             "start=paused,capture={},format={},control={},file={}",
@@ -245,7 +247,7 @@ fn attach_reaches_a_jvm_that_is_process_1_of_its_own_pid_namespace() {
 fn roll_finishes_the_file_and_continues_in_the_next() {
     use std::os::unix::fs::PermissionsExt;
     let jdk = &jdks()[0];
-    let (socket, _) = scratch_socket("roll");
+    let (_dir, socket, _) = scratch_socket("roll");
     let pattern = socket.with_file_name("part-%n.trc");
     for n in 0..2 {
         let victim = socket.with_file_name(format!("victim-{}", n));
@@ -323,7 +325,7 @@ fn roll_finishes_the_file_and_continues_in_the_next() {
 #[test]
 fn a_file_that_cannot_grow_ends_the_burst_at_once() {
     let jdk = &jdks()[0];
-    let (socket, file) = scratch_socket("efbig");
+    let (_dir, socket, file) = scratch_socket("efbig");
     let mut c = Command::new("sh");
     c.arg("-c").arg(format!(
         "ulimit -f 2048; exec {} -agentpath:{}=control={},file={} -cp {} Phases",
@@ -483,7 +485,7 @@ fn the_java_api_drives_bursts_and_is_harmless_without_jlive() {
 #[test]
 fn another_user_cannot_drive_the_profiler() {
     let jdk = &jdks()[0];
-    let (socket, file) = scratch_socket("nobody");
+    let (_dir, socket, file) = scratch_socket("nobody");
     let options = format!(
         "start=paused,control={},file={}",
         socket.display(),
@@ -524,7 +526,7 @@ fn another_user_cannot_drive_the_profiler() {
 #[test]
 fn garbage_on_the_socket_leaves_the_jvm_running_and_the_next_command_working() {
     let jdk = &jdks()[0];
-    let (socket, file) = scratch_socket("garbage");
+    let (_dir, socket, file) = scratch_socket("garbage");
     let options = format!(
         "start=paused,control={},file={}",
         socket.display(),

@@ -232,7 +232,7 @@ fn the_speedscope_export_holds_a_profile_per_thread_and_opens_in_speedscope() {
         std::fs::copy(f.path(), site.join(f.file_name())).unwrap();
     }
     std::fs::copy(&out, site.join("w.speedscope.json")).unwrap();
-    let port = serve(site.clone());
+    let port = serve(site.to_path_buf());
     let url = format!(
         "http://127.0.0.1:{}/index.html#profileURL=http://127.0.0.1:{}/w.speedscope.json",
         port, port

@@ -157,7 +157,7 @@ fn record_tree_of_h2s_script_is_under_a_hundredth_of_its_full_trace() {
     let place = if free_bytes(shm) > 8 << 30 {
         scratch_in(shm)
     } else {
-        dir.clone()
+        dir.to_path_buf()
     };
     if free_bytes(&place) < 8 << 30 {
         println!("skipped the comparison with the full trace: less than 8 GB free for it");

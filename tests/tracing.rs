@@ -700,7 +700,8 @@ fn two_thousand_virtual_threads_are_two_thousand_threads() {
         return;
     };
     for capture in ["capture=events", "capture=bci"] {
-        let log = scratch("vlog").join("jlive.log");
+        let dir = scratch("vlog");
+        let log = dir.join("jlive.log");
         let options = format!("{},log={}", capture, log.display());
         virtual_threads_are_threads(&jdk, &options, 2000);
         // Their names were let go as they ended: what is left is the platform threads.

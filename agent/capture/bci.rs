@@ -270,7 +270,7 @@ fn start_critical(p: &'static Profiler) {
         .spawn(move || {
             crate::buffer::mark_agent_thread();
             let started = std::time::Instant::now();
-            if p.closed.load(Ordering::SeqCst) {
+            if ended_first(p) {
                 return;
             }
             let Some(env) = p.vm.attach_daemon(c"jlive critical") else {
@@ -299,23 +299,20 @@ fn start_critical(p: &'static Profiler) {
 /// [`prepare_critical`]'s thread: makes the downcalls, checks them and hands them to the
 /// trampolines (`class`, a global reference).
 fn make_critical(p: &Profiler, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
-    // A program that ends meanwhile has no use for them.
-    let closed = || ended_first(p);
-    if closed() {
-        return;
-    }
+    // The thread checked before it attached; each later step checks again that the program,
+    // which has no use for them once it ends, still runs.
     if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
         critical_failed(p, "the FFM critical downcalls could not be made");
         return;
     }
-    if closed() {
+    if ended_first(p) {
         return;
     }
     if let Err(e) = probe_critical(p, jni, class) {
         critical_failed(p, &e);
         return;
     }
-    if closed() {
+    if ended_first(p) {
         return;
     }
     if jni.call_static_boolean(class, c"publishCritical", c"()Z") == Some(true) {
@@ -619,7 +616,8 @@ fn probed(method: jni_sys::jmethodID) {
     };
     let name = crate::classes::internal_name(&signature);
     if !excluded_with(&name, true) && p.filter.traces(&name) {
-        if let Some((_, found)) = PROBED.lock().as_mut().filter(|(t, _)| *t == me) {
+        // This thread's probe (checked above), which only this thread ends.
+        if let Some((_, found)) = PROBED.lock().as_mut() {
             found.push(name);
         }
     }

@@ -16,6 +16,17 @@
 use std::borrow::Cow;
 use std::fmt;
 
+/// Access flags of classes, fields and methods (JVMS §4.1, §4.5, §4.6).
+pub const ACC_PUBLIC: u16 = 0x0001;
+pub const ACC_PRIVATE: u16 = 0x0002;
+pub const ACC_PROTECTED: u16 = 0x0004;
+pub const ACC_STATIC: u16 = 0x0008;
+pub const ACC_FINAL: u16 = 0x0010;
+pub const ACC_SYNCHRONIZED: u16 = 0x0020;
+pub const ACC_NATIVE: u16 = 0x0100;
+pub const ACC_ABSTRACT: u16 = 0x0400;
+pub const ACC_SYNTHETIC: u16 = 0x1000;
+
 /// Why a class file could not be read or rewritten.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassError(pub String);

@@ -3,7 +3,9 @@
 //! to find the super()/this() call of a constructor and the `<init>` call that completes each
 //! `new`, so that instrumentation never touches an object before it is initialized.
 
-use super::classfile::{descriptor_slots, err, field_slots, Code, ConstantPool, Result};
+use super::classfile::{
+    descriptor_slots, err, field_slots, Code, ConstantPool, Result, ACC_FINAL, ACC_STATIC,
+};
 
 pub const ALOAD: u8 = 25;
 pub const ALOAD_0: u8 = 42;
@@ -422,8 +424,6 @@ const LEAF_CODE: usize = 512;
 /// Whether the field of a field instruction is one the class declares, static or not as
 /// asked, and not final if the instruction writes it.
 fn declared(code: &Code, pool: &ConstantPool, i: &Insn, scope: &LeafScope, statics: bool) -> bool {
-    const ACC_STATIC: u16 = 0x0008;
-    const ACC_FINAL: u16 = 0x0010;
     let Some((owner, name, descriptor)) = field_owner(code, pool, i) else {
         return false;
     };
@@ -986,10 +986,27 @@ mod tests {
         };
         let fields = [
             declare(0, "f"),
-            declare(0x0010, "fin"),
-            declare(0x0008, "s"),
-            declare(0x0018, "sfin"),
+            declare(ACC_FINAL, "fin"),
+            declare(ACC_STATIC, "s"),
+            declare(ACC_STATIC | ACC_FINAL, "sfin"),
         ];
+        // Whether this code, with these handlers, is a leaf of C.
+        let leaf_of = |code: Vec<u8>, handlers, is_static| {
+            let code = Code {
+                max_stack: 4,
+                max_locals: 3,
+                code: code.into(),
+                handlers,
+                attributes: Vec::new(),
+            };
+            let insns = decode(&code.code).unwrap();
+            let scope = LeafScope {
+                this: b"C",
+                is_static,
+                fields: &fields,
+            };
+            is_leaf(&code, &pool, &insns, &scope)
+        };
         #[rustfmt::skip]
         let cases: &[(&[u8], bool, bool)] = &[
             // Leaves.
@@ -1045,59 +1062,25 @@ mod tests {
             if code[0] == 0x12 {
                 code.remove(1);
             }
-            let code = Code {
-                max_stack: 4,
-                max_locals: 3,
-                code: code.into(),
-                handlers: Vec::new(),
-                attributes: Vec::new(),
-            };
-            let insns = decode(&code.code).unwrap();
-            let scope = LeafScope {
-                this: b"C",
-                is_static,
-                fields: &fields,
-            };
-            assert_eq!(is_leaf(&code, &pool, &insns, &scope), leaf, "case {}", n);
+            assert_eq!(leaf_of(code, Vec::new(), is_static), leaf, "case {}", n);
         }
         // A getter with a handler is not one either.
-        let code = Code {
-            max_stack: 1,
-            max_locals: 1,
-            code: [0x2A, 0xB4]
-                .iter()
-                .copied()
-                .chain(refs[0].to_be_bytes())
-                .chain([0xAC])
-                .collect(),
-            handlers: vec![crate::classfile::Handler {
-                start: 0,
-                end: 4,
-                handler: 4,
-                catch_type: 0,
-            }],
-            attributes: Vec::new(),
+        let getter = [0x2A, 0xB4]
+            .into_iter()
+            .chain(refs[0].to_be_bytes())
+            .chain([0xAC]);
+        let handler = crate::classfile::Handler {
+            start: 0,
+            end: 4,
+            handler: 4,
+            catch_type: 0,
         };
-        let insns = decode(&code.code).unwrap();
-        let scope = LeafScope {
-            this: b"C",
-            is_static: false,
-            fields: &fields,
-        };
-        assert!(!is_leaf(&code, &pool, &insns, &scope));
+        assert!(!leaf_of(getter.collect(), vec![handler], false));
         // At most LEAF_CODE bytes.
         for (len, leaf) in [(LEAF_CODE, true), (LEAF_CODE + 1, false)] {
             let mut body = vec![0u8; len];
             body[len - 1] = RETURN;
-            let code = Code {
-                max_stack: 0,
-                max_locals: 0,
-                code: body.into(),
-                handlers: Vec::new(),
-                attributes: Vec::new(),
-            };
-            let insns = decode(&code.code).unwrap();
-            assert_eq!(is_leaf(&code, &pool, &insns, &scope), leaf, "{} bytes", len);
+            assert_eq!(leaf_of(body, Vec::new(), false), leaf, "{} bytes", len);
         }
     }
 }

@@ -63,14 +63,10 @@ use super::stackmap::{self, Frame, VType};
 /// The class that holds the trampolines; in java.lang so that every module can read it.
 pub const TRAMPOLINE: &str = "java/lang/JliveTrampoline";
 
-const ACC_PUBLIC: u16 = 0x0001;
-const ACC_PRIVATE: u16 = 0x0002;
-const ACC_PROTECTED: u16 = 0x0004;
-const ACC_STATIC: u16 = 0x0008;
-const ACC_SYNCHRONIZED: u16 = 0x0020;
-pub const ACC_NATIVE: u16 = 0x0100;
-pub const ACC_ABSTRACT: u16 = 0x0400;
-const ACC_SYNTHETIC: u16 = 0x1000;
+pub use super::classfile::{ACC_ABSTRACT, ACC_NATIVE};
+use super::classfile::{
+    ACC_PRIVATE, ACC_PROTECTED, ACC_PUBLIC, ACC_STATIC, ACC_SYNCHRONIZED, ACC_SYNTHETIC,
+};
 
 /// The prefix of renamed native methods (given to JVMTI SetNativeMethodPrefix).
 pub const NATIVE_PREFIX: &str = "$$jlive$$";
