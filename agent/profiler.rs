@@ -867,6 +867,12 @@ impl Profiler {
                     s.counts.classes,
                     self.stats.file()
                 ));
+                if s.counts.leaf_calls > 0 {
+                    log::info(&format!(
+                        "{} calls of leaves among them, each entry and exit recorded by one call",
+                        s.counts.leaf_calls
+                    ));
+                }
                 if self.hub.dropped() > 0 {
                     log::warn(&format!(
                         "overflow=drop: {} method records were dropped, the writer being behind (each place is marked in the trace)",

@@ -212,7 +212,7 @@ bound_call=$floor_call
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
-    local times=() i plain t row
+    local times=() i plain t row verified
     # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
     # moves every column alike.
     for _ in $(seq "$rounds"); do
@@ -220,6 +220,11 @@ app() { # name command... (the java command's arguments after the agent slot)
         for i in "${!app_setups[@]}"; do
             times[i + 1]+="$(once "$java" -agentpath:"$lib=${app_setups[i]},file=$work/app.trc" "$@")"$'\n'
         done
+        if [ -n "${verify_cost:-}" ]; then
+            # No agent, the boot classes loaded as the JVM loads every class an agent
+            # rewrites: parsed from their bytes (no CDS) and, since JDK 24, verified.
+            verified+="$(once "$java" -Xshare:off -XX:+UnlockDiagnosticVMOptions -XX:+BytecodeVerificationLocal "$@")"$'\n'
+        fi
     done
     plain=$(printf '%s' "${times[0]}" | median)
     row=$(printf '%-34s %8.2f s' "$name" "$plain")
@@ -231,12 +236,26 @@ app() { # name command... (the java command's arguments after the agent slot)
     # CallBench's floor (JDK 17) or limit (JDK 25), added to its untraced time. No
     # JNI-trampoline tracer gets under the first, no tracer at all under the second;
     # interpreted calls cost more than CallBench's compiled ones, so both are low.
-    "$java" -agentpath:"$lib=capture=bci,file=$work/count.trc" "$@" >/dev/null 2>&1
-    local calls
+    rm -f "$work/count.log"
+    "$java" -agentpath:"$lib=capture=bci,file=$work/count.trc,log=$work/count.log" "$@" >/dev/null 2>&1
+    local calls leaves
     calls=$(target/release/jlive stats --top 0 "$work/count.trc" | awk '$1 == "METHOD_ENTER" {print $2}')
-    rm -f "$work/count.trc"
+    # A leaf's entry and exit take one native call (the log counts them).
+    leaves=$(sed -n 's/^jlive: \([0-9]*\) calls of leaves.*/\1/p' "$work/count.log")
+    rm -f "$work/count.trc" "$work/count.log"
     t=$(echo "$plain + ${calls:-0} * $bound_call / 1000000000" | bc -l)
     row+=$(printf ' %7.1fM %5.2fx' "$(echo "${calls:-0} / 1000000" | bc -l)" "$(echo "$t / $plain" | bc -l)")
+    if [ -n "${downcall_ns:-}" ]; then
+        # Each native call jlive made, at the cost of one of JDK 25's own FFM downcalls.
+        local downcalls=$((2 * ${calls:-0} - ${leaves:-0}))
+        t=$(echo "$plain + $downcalls * $downcall_ns / 1000000000" | bc -l)
+        row+=$(printf ' %7.1fM %5.2fx' "$(echo "$downcalls / 1000000" | bc -l)" "$(echo "$t / $plain" | bc -l)")
+    fi
+    if [ -n "${verify_cost:-}" ]; then
+        local v
+        v=$(echo "($(printf '%s' "$verified" | median) - $plain) / $plain" | bc -l)
+        row+=$(printf ' %+14.2fx %5.2fx' "$v" "$(echo "$t / $plain + $v" | bc -l)")
+    fi
     echo "$row"
 }
 
@@ -284,17 +303,23 @@ echo
 if [ -x "$JDK25/bin/java" ]; then
     # Issue 30 sets its targets on JDK 25: every method traced, and paused.
     echo "== on JDK 25: the same programs, every method traced and paused, median of $rounds interleaved runs"
-    printf '%-34s %10s %19s %19s %19s %15s\n' program "no agent" "capture=bci" "bci, paused" "paused, at load" "calls, limit"
+    printf '%-34s %10s %19s %19s %19s %15s %17s %15s %6s\n' program "no agent" "capture=bci" "bci, paused" "paused, at load" "calls, limit" "downcalls, FFM" "boot rewritten" "bound"
     started=$(cpu_times)
     (
         java=$JDK25/bin/java
         app_setups=(capture=bci capture=bci,start=paused,control=off capture=bci,start=paused,instrument=load,control=off)
         bound_call=$(echo "$limit / 3" | bc -l)
+        [ -n "$ffm25" ] && downcall_ns=$(echo "$ffm25 / 6" | bc -l) verify_cost=1
         programs
     )
     echo "targets: every method traced, javac <= 1.3x, h2 <= 2.0x, xalan <= 1.5x; paused <= 1.10x"
     echo "calls, limit: the traced calls at CallBench's limit ($(printf '%.1f' "$(echo "$limit / 3" | bc -l)") ns/call, two TSC reads and stores in C)"
     echo "  with nothing else added: the least any tracer that reads the clock at each entry and exit reaches here"
+    [ -n "$ffm25" ] && echo "downcalls, FFM: the native calls jlive made (an entry and an exit each, one for a leaf's both) at the cost of"
+    [ -n "$ffm25" ] && echo "  JDK 25's own FFM critical downcall ($(printf '%.1f' "$(echo "$ffm25 / 6" | bc -l)") ns: FloorBench25's six per iteration) with nothing else added"
+    [ -n "$ffm25" ] && echo "boot rewritten: what the program pays without an agent when its boot classes load as the JVM loads every class"
+    [ -n "$ffm25" ] && echo "  an agent rewrites: from their bytes, not CDS, and verified as JDK 24+ does (-Xshare:off -XX:+BytecodeVerificationLocal)"
+    [ -n "$ffm25" ] && echo "bound: the two together, the least a tracer that rewrites every method and calls native code reaches here"
     stolen_since "$started"
     echo
 fi

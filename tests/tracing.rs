@@ -72,7 +72,10 @@ macro_rules! capture_tests {
             const LEAVES: [&str; 5] = ["count", "setCount", "twice", "add", "name"];
             const OTHERS: [&str; 5] = ["cell", "half", "sum", "viaLeaf", "type"];
             for jdk in jdks() {
-                let (run, trace) = traced(&jdk, CAPTURE, &["Leaves"]);
+                let dir = scratch("leaves-log");
+                let log = dir.join("jlive.log");
+                let options = format!("{},log={}", CAPTURE, log.display());
+                let (run, trace) = traced(&jdk, &options, &["Leaves"]);
                 assert_eq!(run.stdout.trim(), "acc 2260500 total 499500", "{}", jdk.name);
                 for method in LEAVES.iter().chain(&OTHERS) {
                     let callee = format!("Leaves.{}", method);
@@ -122,6 +125,15 @@ macro_rules! capture_tests {
                     let tally = instant[&format!("Leaves.{}", method)];
                     assert_eq!(tally, (0, 1000), "{}: {} is no leaf", jdk.name, method);
                 }
+                // The log counts them all, the JDK's leaves too (bench/run.sh reads it).
+                let log = std::fs::read_to_string(&log).unwrap();
+                assert_eq!(
+                    number_before(&log, " calls of leaves"),
+                    instant.values().map(|t| t.0).sum::<u64>(),
+                    "{}: {}",
+                    jdk.name,
+                    log
+                );
             }
         }
 

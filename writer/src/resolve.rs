@@ -58,6 +58,9 @@ pub struct Counts {
     /// Exits of a trigger's frame that end its burst (`end_on_exit`): the agent ends the
     /// burst when this grows.
     pub trigger_exits: u32,
+    /// Calls of leaf methods read in a burst, whose entry and exit came by one native call
+    /// ([`FORM_BARE_EXIT`]): bench/run.sh counts the native calls a trace cost with them.
+    pub leaf_calls: u64,
 }
 
 /// How the user event that marks dropped records begins (`jlive stats` counts them).
@@ -659,6 +662,7 @@ impl<S: Sink> Resolver<S> {
                 break;
             };
             self.counts.records += 1;
+            self.counts.leaf_calls += u64::from(slots[i].form() == FORM_BARE_EXIT);
             i += width;
             let thread = self.current.0;
             match record.kind {
@@ -757,6 +761,7 @@ impl<S: Sink> Resolver<S> {
         // Kept in registers for the run, and stored once at its end: stored and loaded again
         // per call, a narrow store followed by a wide load of the pair stalled each entry.
         let (mut depth, mut tickets) = (state.depth, state.tickets);
+        let mut leaves = 0;
         let mut n = 0;
         let mut result = Ok(());
         for s in slots {
@@ -792,6 +797,7 @@ impl<S: Sink> Resolver<S> {
                         Some(top) if top.key == key => {}
                         _ => break,
                     }
+                    leaves += u64::from(form == FORM_BARE_EXIT);
                     if let Some(frame) = state.frames.pop() {
                         if let Some(method) = frame.method.method() {
                             let own = if form == FORM_EXIT { overhead } else { 0 };
@@ -818,6 +824,7 @@ impl<S: Sink> Resolver<S> {
         }
         (state.depth, state.tickets) = (depth, tickets);
         self.last_ticks = last_ticks;
+        self.counts.leaf_calls += leaves;
         result.map(|()| n)
     }
 
@@ -1934,6 +1941,35 @@ mod tests {
                 .collect();
             assert_eq!(leaves, [3, 6], "record by record: {}", by_record);
         }
+    }
+
+    /// Whether the common run or the record-by-record path reads it, a leaf's bare exit is
+    /// counted once, an ordinary exit never.
+    #[test]
+    fn leaf_calls_are_counted_on_both_paths() {
+        let mut b = Batch::new(7, 3);
+        b.push(&Record::new(RecordKind::MethodEntry, 10, 0, NO_OBJECT, 3));
+        b.push(&Record::new(RecordKind::MethodEntry, 11, 1, NO_OBJECT, 3));
+        b.push(&Record::new(RecordKind::MethodExit, 11, 1, 0, 0));
+        b.push(&Record::new(RecordKind::MethodExit, 12, 0, 0, 3));
+        let mut s = Resolver::new(
+            Collect::default(),
+            Arc::new(Registry),
+            ResolverConfig::default(),
+        );
+        s.begin_burst(1).unwrap();
+        s.batch(&b).unwrap();
+        assert_eq!(s.counts.leaf_calls, 1, "in a common run");
+        s.end_burst(20).unwrap();
+        // A scoped burst reads every record by itself.
+        let depth = BurstScope {
+            depth: Some(9),
+            ..BurstScope::default()
+        };
+        s.begin_scoped(30, depth).unwrap();
+        s.batch(&b).unwrap();
+        assert_eq!(s.counts.leaf_calls, 2, "record by record");
+        assert_eq!(s.counts.records, 8);
     }
 
     /// The JinsightLive file of these batches, in both byte orders, is the one the writer
