@@ -34,6 +34,7 @@ use crate::heap::{self, CLASS_IDS};
 use crate::log;
 use crate::options::{Gc, Methods, Output};
 use crate::profiler::Profiler;
+use jlive_bci::classfile::{ACC_NATIVE, ACC_STATIC, ACC_SYNCHRONIZED};
 use jlive_writer::heap::java_name;
 use jlive_writer::keyhash::KeyHasher;
 use jlive_writer::record::{MethodKey, Symbols, NO_OBJECT, PENDING_OBJECT};
@@ -355,13 +356,13 @@ fn describe(p: &Profiler, key: MethodKey) -> Names {
     let (class, method, access, class_key) =
         found.unwrap_or_else(|| ("?".into(), "?".into(), 0, 0));
     let mut flags = 0;
-    if access & 0x0008 != 0 {
+    if access & ACC_STATIC != 0 {
         flags |= abi::METHOD_STATIC;
     }
-    if access & 0x0100 != 0 {
+    if access & ACC_NATIVE != 0 {
         flags |= abi::METHOD_NATIVE;
     }
-    if access & 0x0020 != 0 {
+    if access & ACC_SYNCHRONIZED != 0 {
         flags |= abi::METHOD_SYNC;
     }
     Names {

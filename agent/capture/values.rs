@@ -9,7 +9,7 @@
 use crate::callbacks::object_identity;
 use crate::classes::internal_name;
 use crate::ffi::jni::Jni;
-use crate::ffi::jvmti::{jthread, Jvmti};
+use crate::ffi::jvmti::{jthread, Jvmti, ACC_NATIVE, ACC_STATIC};
 use crate::profiler::Profiler;
 use jlive_writer::model::{Value, ValuesKind, NO_OBJECT};
 use jlive_writer::record::{MethodKey, RecordKind, ValuesInfo};
@@ -128,7 +128,7 @@ fn make_plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
             .any(|(c, m)| matches(c, &class) && matches(m, &name))
     };
     // A native frame's locals cannot be read.
-    let args = named(&filters.args) && modifiers & 0x0100 == 0;
+    let args = named(&filters.args) && modifiers & ACC_NATIVE == 0;
     let returns = named(&filters.returns);
     let fields = named(&filters.fields);
     let (params, ret) = kinds(&descriptor)?;
@@ -137,7 +137,7 @@ fn make_plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
             args,
             returns: returns && ret != b'V',
             fields,
-            is_static: modifiers & 0x0008 != 0,
+            is_static: modifiers & ACC_STATIC != 0,
             params,
             ret,
         })
@@ -190,7 +190,7 @@ fn field_values(
     let mut values = Vec::new();
     while let Some(c) = class {
         for field in jvmti.class_fields(c).ok()? {
-            let is_static = jvmti.field_modifiers(c, field).ok()? & 0x0008 != 0;
+            let is_static = jvmti.field_modifiers(c, field).ok()? & ACC_STATIC != 0;
             if is_static != this.is_none() {
                 continue;
             }

@@ -19,6 +19,11 @@ use std::ptr;
 
 pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
 
+/// Bits of what GetMethodModifiers and GetFieldModifiers answer: the class file's access
+/// flags (JVMS 4.5, 4.6).
+pub const ACC_STATIC: jint = 0x0008;
+pub const ACC_NATIVE: jint = 0x0100;
+
 pub const ERROR_NONE: u32 = 0;
 pub const ERROR_INVALID_SLOT: u32 = 35;
 pub const ERROR_OPAQUE_FRAME: u32 = 32;
@@ -855,7 +860,7 @@ impl Jvmti {
 
     /// Whether a method is native.
     pub fn is_native(&self, method: jmethodID) -> bool {
-        self.method_modifiers(method).is_ok_and(|m| m & 0x0100 != 0)
+        self.method_modifiers(method).is_ok_and(|m| m & ACC_NATIVE != 0)
     }
 
     /// A class's modifiers (ACC_* bits).

@@ -29,7 +29,7 @@
 use crate::abi::{self, dump, event, CallFrame, CallTrace, EventData};
 use crate::shim::Shim;
 use jlive_jvm::jni::{FieldValue, Jni};
-use jlive_jvm::jvmti::cap;
+use jlive_jvm::jvmti::{cap, ACC_STATIC};
 use jni_sys::{jclass, jint, jobject, JNIEnv};
 use std::collections::HashMap;
 use std::ffi::c_char;
@@ -76,7 +76,7 @@ fn fields(s: &Shim, class: jclass) -> Vec<(jni_sys::jfieldID, u8, bool)> {
         .into_iter()
         .filter_map(|f| {
             let (_, sig) = j.field_name(class, f).ok()?;
-            let is_static = j.field_modifiers(class, f).unwrap_or(0) & 0x0008 != 0;
+            let is_static = j.field_modifiers(class, f).unwrap_or(0) & ACC_STATIC != 0;
             Some((f, *sig.as_bytes().first()?, is_static))
         })
         .collect()

@@ -16,7 +16,7 @@ use crate::abi::{self, event, Event, EventData, JobjectId};
 use crate::ffi;
 use crate::monitor::RawMonitor;
 use jlive_jvm::jni::{Jni, Vm};
-use jlive_jvm::jvmti::{self, cap, Capabilities, FrameInfo, Jvmti};
+use jlive_jvm::jvmti::{self, cap, Capabilities, FrameInfo, Jvmti, ACC_STATIC};
 use jni_sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;
@@ -661,7 +661,7 @@ impl Shim {
                 field_name: keep(name),
                 field_signature: keep(sig),
             };
-            if j.field_modifiers(class, f).unwrap_or(0) & 0x0008 != 0 {
+            if j.field_modifiers(class, f).unwrap_or(0) & ACC_STATIC != 0 {
                 statics.push(field);
             } else {
                 instances.push(field);
@@ -1141,7 +1141,7 @@ impl Shim {
             );
         }
         if self.on(event::METHOD_ENTRY2) {
-            let receiver = if self.jvmti.method_modifiers(method).unwrap_or(0) & 0x0008 != 0 {
+            let receiver = if self.jvmti.method_modifiers(method).unwrap_or(0) & ACC_STATIC != 0 {
                 0
             } else {
                 match self.jvmti.local_instance(ptr::null_mut(), 0) {
