@@ -20,6 +20,8 @@ java=$JAVA_HOME/bin/java
 runs=${RUNS:-5}
 rounds=${ROUNDS:-5} # of the real programs: h2 varies most on a 2-core machine
 iterations=${ITERATIONS:-3000000}
+# Set for the JDK 25 programs only (bound columns), whatever the environment holds.
+downcall_ns="" verify_cost=""
 work=$(mktemp -d)
 # A guest with free page reporting (virtio-balloon) hands the pages it frees back to its host
 # within seconds, and pays again, page by page, when it writes them anew: each run would pay
@@ -212,7 +214,7 @@ bound_call=$floor_call
 app() { # name command... (the java command's arguments after the agent slot)
     local name=$1
     shift
-    local times=() i plain t row verified
+    local times=() i plain t row verified lower=1
     # Interleaved, so that a machine that slows down or speeds up over the minutes this takes
     # moves every column alike.
     for _ in $(seq "$rounds"); do
@@ -249,13 +251,13 @@ app() { # name command... (the java command's arguments after the agent slot)
         # The native calls the records take at least (jlive's wrapped calls of intrinsic
         # candidates make more), each at the cost of one of JDK 25's own FFM downcalls.
         local downcalls=$((2 * ${calls:-0} - ${leaves:-0}))
-        t=$(echo "$plain + $downcalls * $downcall_ns / 1000000000" | bc -l)
-        row+=$(printf ' %7.1fM %5.2fx' "$(echo "$downcalls / 1000000" | bc -l)" "$(echo "$t / $plain" | bc -l)")
+        lower=$(echo "1 + $downcalls * $downcall_ns / 1000000000 / $plain" | bc -l)
+        row+=$(printf ' %7.1fM %5.2fx' "$(echo "$downcalls / 1000000" | bc -l)" "$lower")
     fi
     if [ -n "${verify_cost:-}" ]; then
         local v
         v=$(echo "($(printf '%s' "$verified" | median) - $plain) / $plain" | bc -l)
-        row+=$(printf ' %+14.2fx %5.2fx' "$v" "$(echo "$t / $plain + $v" | bc -l)")
+        row+=$(printf ' %+14.2fx %5.2fx' "$v" "$(echo "$lower + $v" | bc -l)")
     fi
     echo "$row"
 }
@@ -304,7 +306,7 @@ echo
 if [ -x "$JDK25/bin/java" ]; then
     # Issue 30 sets its targets on JDK 25: every method traced, and paused.
     echo "== on JDK 25: the same programs, every method traced and paused, median of $rounds interleaved runs"
-    printf '%-34s %10s %19s %19s %19s %15s %17s %15s %6s\n' program "no agent" "capture=bci" "bci, paused" "paused, at load" "calls, limit" "downcalls, FFM" "boot rewritten" "bound"
+    printf '%-34s %10s %19s %19s %19s %15s %15s %15s %6s\n' program "no agent" "capture=bci" "bci, paused" "paused, at load" "calls, limit" "downcalls, FFM" "boot rewritten" "bound"
     started=$(cpu_times)
     (
         java=$JDK25/bin/java

@@ -77,6 +77,9 @@ macro_rules! capture_tests {
                 let options = format!("{},log={}", CAPTURE, log.display());
                 let (run, trace) = traced(&jdk, &options, &["Leaves"]);
                 assert_eq!(run.stdout.trim(), "acc 2260500 total 499500", "{}", jdk.name);
+                // What the agent would have complained of on stderr is in its log.
+                let log = std::fs::read_to_string(&log).unwrap();
+                assert!(!log.contains("jlive: warning:"), "{}: {}", jdk.name, log);
                 for method in LEAVES.iter().chain(&OTHERS) {
                     let callee = format!("Leaves.{}", method);
                     assert_eq!(
@@ -126,7 +129,6 @@ macro_rules! capture_tests {
                     assert_eq!(tally, (0, 1000), "{}: {} is no leaf", jdk.name, method);
                 }
                 // The log counts them all, the JDK's leaves too (bench/run.sh reads it).
-                let log = std::fs::read_to_string(&log).unwrap();
                 assert_eq!(
                     number_before(&log, " calls of leaves"),
                     instant.values().map(|t| t.0).sum::<u64>(),

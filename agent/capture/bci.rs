@@ -25,7 +25,7 @@ use crate::callbacks::{attach_java_thread, guard};
 use crate::classes::Classes;
 use crate::clock;
 use crate::ffi::jni::{GlobalClasses, Jni};
-use crate::ffi::jvmti::{self, cap, Jvmti};
+use crate::ffi::jvmti::{self, cap, Jvmti, ACC_ABSTRACT, ACC_NATIVE};
 use crate::log;
 use crate::options::Methods;
 use crate::profiler::{self, Profiler};
@@ -1450,18 +1450,13 @@ fn take_chunk(len: usize, next: &AtomicUsize) -> Option<std::ops::Range<usize>> 
 /// Some(number of native methods) when no method of `class` has code: only abstract and
 /// native ones (an interface without default or static methods, an annotation type).
 fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
-    // JVMTI's modifiers are the class file's access flags.
-    let (native, abstract_) = (
-        jint::from(rewrite::ACC_NATIVE),
-        jint::from(rewrite::ACC_ABSTRACT),
-    );
     let mut natives = 0;
     for method in jvmti.class_methods(class).ok()? {
         let modifiers = jvmti.method_modifiers(method).ok()?;
-        if modifiers & (native | abstract_) == 0 {
+        if modifiers & (ACC_NATIVE | ACC_ABSTRACT) == 0 {
             return None;
         }
-        if modifiers & native != 0 {
+        if modifiers & ACC_NATIVE != 0 {
             natives += 1;
         }
     }

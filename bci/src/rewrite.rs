@@ -63,9 +63,8 @@ use super::stackmap::{self, Frame, VType};
 /// The class that holds the trampolines; in java.lang so that every module can read it.
 pub const TRAMPOLINE: &str = "java/lang/JliveTrampoline";
 
-pub use super::classfile::{ACC_ABSTRACT, ACC_NATIVE};
 use super::classfile::{
-    ACC_PRIVATE, ACC_PROTECTED, ACC_PUBLIC, ACC_STATIC, ACC_SYNCHRONIZED, ACC_SYNTHETIC,
+    ACC_NATIVE, ACC_PRIVATE, ACC_PROTECTED, ACC_PUBLIC, ACC_STATIC, ACC_SYNCHRONIZED, ACC_SYNTHETIC,
 };
 
 /// The prefix of renamed native methods (given to JVMTI SetNativeMethodPrefix).

@@ -23,6 +23,7 @@ pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
 /// flags (JVMS 4.5, 4.6).
 pub const ACC_STATIC: jint = 0x0008;
 pub const ACC_NATIVE: jint = 0x0100;
+pub const ACC_ABSTRACT: jint = 0x0400;
 
 pub const ERROR_NONE: u32 = 0;
 pub const ERROR_INVALID_SLOT: u32 = 35;
@@ -860,7 +861,8 @@ impl Jvmti {
 
     /// Whether a method is native.
     pub fn is_native(&self, method: jmethodID) -> bool {
-        self.method_modifiers(method).is_ok_and(|m| m & ACC_NATIVE != 0)
+        self.method_modifiers(method)
+            .is_ok_and(|m| m & ACC_NATIVE != 0)
     }
 
     /// A class's modifiers (ACC_* bits).

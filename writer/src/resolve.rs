@@ -58,7 +58,7 @@ pub struct Counts {
     /// Exits of a trigger's frame that end its burst (`end_on_exit`): the agent ends the
     /// burst when this grows.
     pub trigger_exits: u32,
-    /// Calls of leaf methods read in a burst, whose entry and exit came by one native call
+    /// Calls of leaf methods written, whose entry and exit came by one native call
     /// ([`FORM_BARE_EXIT`]): bench/run.sh counts the native calls a trace cost with them.
     pub leaf_calls: u64,
 }
@@ -254,6 +254,8 @@ pub struct Resolver<S: Sink> {
     cache_limited: bool,
     /// The thread whose batch is being written (a virtual thread's carrier).
     carrier: ThreadKey,
+    /// The method exit being written came as a leaf's bare exit (`Counts::leaf_calls`).
+    bare_exit: bool,
     /// The thread of the trigger's entry, once written (a virtual thread mounted on the
     /// trigger's carrier, or the carrier): its frames below `trigger_base` are older.
     trigger_entered: Option<ThreadKey>,
@@ -286,6 +288,7 @@ impl<S: Sink> Resolver<S> {
             scope: None,
             cache_limited: false,
             carrier: 0,
+            bare_exit: false,
             trigger_entered: None,
             trigger_base: 0,
             cut: None,
@@ -662,7 +665,7 @@ impl<S: Sink> Resolver<S> {
                 break;
             };
             self.counts.records += 1;
-            self.counts.leaf_calls += u64::from(slots[i].form() == FORM_BARE_EXIT);
+            let bare = slots[i].form() == FORM_BARE_EXIT;
             i += width;
             let thread = self.current.0;
             match record.kind {
@@ -687,7 +690,10 @@ impl<S: Sink> Resolver<S> {
                 }
                 _ => {
                     record.ticks = self.file_ticks(record.ticks);
-                    self.record(thread, &record)?;
+                    self.bare_exit = bare;
+                    let written = self.record(thread, &record);
+                    self.bare_exit = false;
+                    written?;
                 }
             }
         }
@@ -797,10 +803,10 @@ impl<S: Sink> Resolver<S> {
                         Some(top) if top.key == key => {}
                         _ => break,
                     }
-                    leaves += u64::from(form == FORM_BARE_EXIT);
                     if let Some(frame) = state.frames.pop() {
                         if let Some(method) = frame.method.method() {
                             let own = if form == FORM_EXIT { overhead } else { 0 };
+                            leaves += u64::from(form == FORM_BARE_EXIT);
                             let spent = u64::from(frame.overhead) + u64::from(own);
                             result = self.sink.leave(Leave {
                                 ticks,
@@ -1167,6 +1173,9 @@ impl<S: Sink> Resolver<S> {
             self.trigger_left(thread, at, r.ticks);
             return Ok(());
         };
+        if self.bare_exit && state.frames[at].method.method().is_some() {
+            self.counts.leaf_calls += 1;
+        }
         let stck = &self.config.stck;
         let overhead = |f: &Frame| {
             let spent = u64::from(f.overhead) + u64::from(r.extra);
@@ -1943,15 +1952,18 @@ mod tests {
         }
     }
 
-    /// Whether the common run or the record-by-record path reads it, a leaf's bare exit is
-    /// counted once, an ordinary exit never.
+    /// Whether the common run or the record-by-record path writes it, a leaf's bare exit is
+    /// counted once; an ordinary exit, or a leaf's exit not written, never.
     #[test]
     fn leaf_calls_are_counted_on_both_paths() {
         let mut b = Batch::new(7, 3);
         b.push(&Record::new(RecordKind::MethodEntry, 10, 0, NO_OBJECT, 3));
         b.push(&Record::new(RecordKind::MethodEntry, 11, 1, NO_OBJECT, 3));
         b.push(&Record::new(RecordKind::MethodExit, 11, 1, 0, 0));
-        b.push(&Record::new(RecordKind::MethodExit, 12, 0, 0, 3));
+        // A leaf of a method the registry does not know: no Leave is written, none counted.
+        b.push(&Record::new(RecordKind::MethodEntry, 12, 7, NO_OBJECT, 3));
+        b.push(&Record::new(RecordKind::MethodExit, 12, 7, 0, 0));
+        b.push(&Record::new(RecordKind::MethodExit, 13, 0, 0, 3));
         let mut s = Resolver::new(
             Collect::default(),
             Arc::new(Registry),
@@ -1969,7 +1981,7 @@ mod tests {
         s.begin_scoped(30, depth).unwrap();
         s.batch(&b).unwrap();
         assert_eq!(s.counts.leaf_calls, 2, "record by record");
-        assert_eq!(s.counts.records, 8);
+        assert_eq!(s.counts.records, 12);
     }
 
     /// The JinsightLive file of these batches, in both byte orders, is the one the writer
