@@ -318,11 +318,13 @@ if [ -x "$JDK25/bin/java" ]; then
     echo "targets: every method traced, javac <= 1.3x, h2 <= 2.0x, xalan <= 1.5x; paused <= 1.10x"
     echo "calls, limit: the traced calls at CallBench's limit ($(printf '%.1f' "$(echo "$limit / 3" | bc -l)") ns/call, two TSC reads and stores in C)"
     echo "  with nothing else added: the least any tracer that reads the clock at each entry and exit reaches here"
-    [ -n "$ffm25" ] && echo "downcalls, FFM: the native calls those calls take at least (two each, one for a leaf's entry and exit) at the cost"
-    [ -n "$ffm25" ] && echo "  of JDK 25's own FFM critical downcall ($(printf '%.1f' "$(echo "$ffm25 / 6" | bc -l)") ns: FloorBench25's six per iteration) with nothing else added"
-    [ -n "$ffm25" ] && echo "boot rewritten: what the program pays without an agent when its boot classes load as the JVM loads every class"
-    [ -n "$ffm25" ] && echo "  an agent rewrites: from their bytes, not CDS, and verified as JDK 24+ does (-Xshare:off -XX:+BytecodeVerificationLocal)"
-    [ -n "$ffm25" ] && echo "bound: the two together, the least a tracer that rewrites every method and calls native code reaches here"
+    if [ -n "$ffm25" ]; then
+        echo "downcalls, FFM: the native calls those calls take at least (two each, one for a leaf's entry and exit) at the cost"
+        echo "  of JDK 25's own FFM critical downcall ($(printf '%.1f' "$(echo "$ffm25 / 6" | bc -l)") ns: FloorBench25's six per iteration) with nothing else added"
+        echo "boot rewritten: what the program pays without an agent when its boot classes load as the JVM loads every class"
+        echo "  an agent rewrites: from their bytes, not CDS, and verified as JDK 24+ does (-Xshare:off -XX:+BytecodeVerificationLocal)"
+        echo "bound: the two together, the least a tracer that rewrites every method and calls native code reaches here"
+    fi
     stolen_since "$started"
     echo
 fi

@@ -111,6 +111,12 @@ impl Record {
             kind,
         }
     }
+
+    /// A method exit with no agent overhead of its own: a leaf's, whose entry's call
+    /// recorded it too ([`FORM_BARE_EXIT`]).
+    pub fn is_bare_exit(&self) -> bool {
+        self.kind == RecordKind::MethodExit && self.arg == 0 && self.extra == 0
+    }
 }
 
 impl RecordKind {
@@ -272,7 +278,7 @@ pub fn push_record(slots: &mut Vec<Slot>, r: &Record, overhead: u32) {
     let form = match r.kind {
         RecordKind::MethodEntry if r.extra == overhead => FORM_ENTRY,
         RecordKind::MethodExit if r.arg == 0 && r.extra == overhead => FORM_EXIT,
-        RecordKind::MethodExit if r.arg == 0 && r.extra == 0 => FORM_BARE_EXIT,
+        _ if r.is_bare_exit() => FORM_BARE_EXIT,
         _ => FORM_WIDE,
     };
     if form != FORM_WIDE && r.key < u64::from(COMPACT_KEYS) {

@@ -58,8 +58,9 @@ pub struct Counts {
     /// Exits of a trigger's frame that end its burst (`end_on_exit`): the agent ends the
     /// burst when this grows.
     pub trigger_exits: u32,
-    /// Calls of leaf methods written, whose entry and exit came by one native call
-    /// ([`FORM_BARE_EXIT`]): bench/run.sh counts the native calls a trace cost with them.
+    /// Calls of leaf methods written, whose entry and exit came by one native call (an exit
+    /// with no overhead of its own, [`Record::is_bare_exit`]): bench/run.sh counts the
+    /// native calls a trace cost with them.
     pub leaf_calls: u64,
 }
 
@@ -254,8 +255,6 @@ pub struct Resolver<S: Sink> {
     cache_limited: bool,
     /// The thread whose batch is being written (a virtual thread's carrier).
     carrier: ThreadKey,
-    /// The method exit being written came as a leaf's bare exit (`Counts::leaf_calls`).
-    bare_exit: bool,
     /// The thread of the trigger's entry, once written (a virtual thread mounted on the
     /// trigger's carrier, or the carrier): its frames below `trigger_base` are older.
     trigger_entered: Option<ThreadKey>,
@@ -288,7 +287,6 @@ impl<S: Sink> Resolver<S> {
             scope: None,
             cache_limited: false,
             carrier: 0,
-            bare_exit: false,
             trigger_entered: None,
             trigger_base: 0,
             cut: None,
@@ -665,7 +663,6 @@ impl<S: Sink> Resolver<S> {
                 break;
             };
             self.counts.records += 1;
-            let bare = slots[i].form() == FORM_BARE_EXIT;
             i += width;
             let thread = self.current.0;
             match record.kind {
@@ -690,10 +687,7 @@ impl<S: Sink> Resolver<S> {
                 }
                 _ => {
                     record.ticks = self.file_ticks(record.ticks);
-                    self.bare_exit = bare;
-                    let written = self.record(thread, &record);
-                    self.bare_exit = false;
-                    written?;
+                    self.record(thread, &record)?;
                 }
             }
         }
@@ -806,7 +800,7 @@ impl<S: Sink> Resolver<S> {
                     if let Some(frame) = state.frames.pop() {
                         if let Some(method) = frame.method.method() {
                             let own = if form == FORM_EXIT { overhead } else { 0 };
-                            leaves += u64::from(form == FORM_BARE_EXIT);
+                            leaves += u64::from(own == 0); // Record::is_bare_exit
                             let spent = u64::from(frame.overhead) + u64::from(own);
                             result = self.sink.leave(Leave {
                                 ticks,
@@ -1173,7 +1167,7 @@ impl<S: Sink> Resolver<S> {
             self.trigger_left(thread, at, r.ticks);
             return Ok(());
         };
-        if self.bare_exit && state.frames[at].method.method().is_some() {
+        if r.is_bare_exit() && state.frames[at].method.method().is_some() {
             self.counts.leaf_calls += 1;
         }
         let stck = &self.config.stck;
