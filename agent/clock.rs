@@ -9,12 +9,25 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-static USE_TSC: AtomicBool = AtomicBool::new(false);
-/// s390x with clock=stck: the counter is STCKF.
-static USE_STCK: AtomicBool = AtomicBool::new(false);
-static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
-/// The start-up calibration in ticks per second, unrounded.
-static CALIBRATED_HZ: AtomicU64 = AtomicU64::new(0);
+/// The counter chosen at start-up, read at every record: a module-level static because the
+/// trampolines' fast path has no context to find it in (ARCHITECTURE.md).
+static CLOCK: State = State {
+    tsc: AtomicBool::new(false),
+    stck: AtomicBool::new(false),
+    origin: OnceLock::new(),
+    calibrated_hz: AtomicU64::new(0),
+};
+
+struct State {
+    /// The counter is the TSC.
+    tsc: AtomicBool,
+    /// s390x with clock=stck: the counter is STCKF.
+    stck: AtomicBool,
+    /// A tick and the CLOCK_MONOTONIC nanoseconds at it, taken at start-up.
+    origin: OnceLock<(u64, u64)>,
+    /// The start-up calibration in ticks per second, unrounded.
+    calibrated_hz: AtomicU64,
+}
 
 /// Which counter `ticks()` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +46,7 @@ pub fn ticks() -> u64 {
 
 /// The counter when it is not the TSC.
 fn other_ticks() -> u64 {
-    if USE_STCK.load(Ordering::Relaxed) {
+    if CLOCK.stck.load(Ordering::Relaxed) {
         if let Some(t) = stckf() {
             return t;
         }
@@ -44,41 +57,22 @@ fn other_ticks() -> u64 {
 /// STORE CLOCK FAST, on s390x.
 #[inline(always)]
 pub fn stckf() -> Option<u64> {
-    #[cfg(target_arch = "s390x")]
-    {
-        let mut clock: u64 = 0;
-        // SAFETY: STCKF stores the TOD clock into the 8 bytes at the address given, which is
-        // `clock`, live and aligned for the instruction; it touches nothing else.
-        unsafe {
-            core::arch::asm!("stckf 0({0})", in(reg_addr) &mut clock, options(nostack));
-        }
-        return Some(clock);
-    }
-    #[allow(unreachable_code)]
-    None
+    jlive_jvm::os::stckf()
 }
 
 /// The TSC, when it is the tick counter: a read with no call in it, for the trampolines'
 /// fast path (None sends them to their full path, which calls [`ticks`]).
 #[inline(always)]
 pub fn tsc() -> Option<u64> {
-    #[cfg(target_arch = "x86_64")]
-    if USE_TSC.load(Ordering::Relaxed) {
-        // SAFETY: rdtsc has no preconditions on x86-64; it only reads a counter.
-        return Some(unsafe { core::arch::x86_64::_rdtsc() });
+    if CLOCK.tsc.load(Ordering::Relaxed) {
+        return jlive_jvm::os::rdtsc();
     }
     None
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    jlive_jvm::os::monotonic_ns()
 }
 
 /// True when this CPU has an invariant TSC (CPUID 0x80000007 EDX bit 8).
@@ -102,17 +96,19 @@ pub fn start(clock: Clock) -> (Source, u32) {
         Clock::Tsc | Clock::Stck if tsc_is_invariant() => Source::Tsc,
         _ => Source::Monotonic,
     };
-    USE_TSC.store(source == Source::Tsc, Ordering::Relaxed);
-    USE_STCK.store(source == Source::Stck, Ordering::Relaxed);
+    CLOCK.tsc.store(source == Source::Tsc, Ordering::Relaxed);
+    CLOCK.stck.store(source == Source::Stck, Ordering::Relaxed);
     let origin = pair();
-    let _ = ORIGIN.set(origin);
+    let _ = CLOCK.origin.set(origin);
     let fixed = match source {
         Source::Stck => Some(jlive_writer::stck::TICKS_PER_MICROSECOND),
         Source::Monotonic => Some(1000),
         Source::Tsc => None,
     };
     if let Some(rate) = fixed {
-        CALIBRATED_HZ.store(u64::from(rate) * 1_000_000, Ordering::Relaxed);
+        CLOCK
+            .calibrated_hz
+            .store(u64::from(rate) * 1_000_000, Ordering::Relaxed);
         return (source, rate);
     }
     // Each end of the window is known to within a few tens of nanoseconds (the tightest of
@@ -122,25 +118,25 @@ pub fn start(clock: Clock) -> (Source, u32) {
     // is a millisecond added to the JVM's start-up.
     std::thread::sleep(CALIBRATION);
     let hz = hz_over(origin, CALIBRATION).unwrap_or(1e9);
-    CALIBRATED_HZ.store(hz as u64, Ordering::Relaxed);
+    CLOCK.calibrated_hz.store(hz as u64, Ordering::Relaxed);
     (source, rate_over(origin, CALIBRATION).unwrap_or(1000))
 }
 
 /// The start-up calibration in ticks per second, not rounded to whole ticks per microsecond
 /// (what maps the TSC to STORE CLOCK values).
 pub fn ticks_per_second() -> u64 {
-    CALIBRATED_HZ.load(Ordering::Relaxed).max(1)
+    CLOCK.calibrated_hz.load(Ordering::Relaxed).max(1)
 }
 
 /// The rate measured from start-up until now (None if under 10 ms have passed).
 pub fn refined_rate() -> Option<u32> {
-    if USE_STCK.load(Ordering::Relaxed) {
+    if CLOCK.stck.load(Ordering::Relaxed) {
         return Some(jlive_writer::stck::TICKS_PER_MICROSECOND);
     }
-    if !USE_TSC.load(Ordering::Relaxed) {
+    if !CLOCK.tsc.load(Ordering::Relaxed) {
         return Some(1000);
     }
-    rate_over(*ORIGIN.get()?, Duration::from_millis(10))
+    rate_over(*CLOCK.origin.get()?, Duration::from_millis(10))
 }
 
 /// The rate in ticks per microsecond from `origin` until now, if at least `least` has passed.

@@ -2,14 +2,12 @@
 //! itself. The control socket (`control=`, `token=` as for tracing) then serves `dump` and
 //! `reset`, which send the agent JVMPI_EVENT_DATA_DUMP_REQUEST and DATA_RESET_REQUEST.
 
-use crate::control::{self, Driver, Listener};
-use crate::ffi::jni::Vm;
-use crate::ffi::jvmti::Jvmti;
+use crate::control::{Control, Driver};
 use crate::log;
 use crate::options::Options;
-use parking_lot::Mutex;
-use std::sync::OnceLock;
-use std::thread::JoinHandle;
+use jlive_jvm::jni::Vm;
+use jlive_jvm::jvmti::Jvmti;
+use std::sync::{Arc, OnceLock};
 
 /// Options that may come before `jvmpi=`.
 const ALLOWED: &[&str] = &["log", "control", "token"];
@@ -17,20 +15,25 @@ const ALLOWED: &[&str] = &["log", "control", "token"];
 const HELP: &str =
     "commands: dump (DATA_DUMP_REQUEST) | reset (DATA_RESET_REQUEST) | status | help | quit";
 
-struct Host {
+/// The hosted agent, as the control socket drives it.
+struct Agent {
     vm: Vm,
     jvmti: Jvmti,
     token: Option<String>,
     library: String,
 }
 
-static HOST: OnceLock<Host> = OnceLock::new();
-/// The control socket, bound at load (so that a failure stops the JVM), served from VM init.
-static LISTENER: Mutex<Option<Listener>> = Mutex::new(None);
-/// The control thread, joined at VM death.
-static CONTROL: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
+/// The hosting run: the agent and its control socket.
+struct Host {
+    agent: Arc<Agent>,
+    control: Control,
+}
 
-impl Driver for Host {
+/// The run, once hosting. A static because the shim calls back through plain functions
+/// ([`vm_init`], [`vm_death`]) with no context of ours.
+static HOST: OnceLock<Host> = OnceLock::new();
+
+impl Driver for Agent {
     fn vm(&self) -> Vm {
         self.vm
     }
@@ -85,40 +88,41 @@ pub fn host(vm: Vm, before: &str, spec: &str) -> Result<(), String> {
             dirs.extend(value.split(':').filter(|d| !d.is_empty()).map(String::from));
         }
     }
-    *LISTENER.lock() = control::listen(&options)?;
-    let _ = HOST.set(Host {
-        vm,
-        jvmti,
-        token: options.token.clone(),
-        library: jvmpi_shim::split_spec(spec).0.to_string(),
-    });
+    let host = Host {
+        agent: Arc::new(Agent {
+            vm,
+            jvmti,
+            token: options.token.clone(),
+            library: jvmpi_shim::split_spec(spec).0.to_string(),
+        }),
+        // Bound now, so that a failure stops the JVM; served from VM init.
+        control: Control::bind(&options, false)?,
+    };
+    let _ = HOST.set(host);
     jvmpi_shim::on_vm(vm_init, vm_death);
     let hosted = jvmpi_shim::host(vm, spec, &dirs);
     if hosted.is_err() {
-        control::remove_socket();
+        unload();
     }
     hosted
 }
 
 /// At VM init, after JVM_INIT_DONE: the control thread.
 fn vm_init() {
-    let Some(host) = HOST.get() else {
-        return;
-    };
-    let listener = LISTENER.lock().take();
-    if listener.is_some() {
-        match control::start(host, listener, None) {
-            Ok(handle) => *CONTROL.lock() = Some(handle),
-            Err(e) => log::warn(&format!("cannot start the control thread: {}", e)),
-        }
+    if let Some(host) = HOST.get() {
+        host.control.start(host.agent.clone());
     }
 }
 
 /// At VM death, before the last GC events and JVM_SHUT_DOWN: no command reaches the agent
 /// after them.
 fn vm_death() {
-    control::stop();
-    if let Some(handle) = CONTROL.lock().take() {
-        let _ = handle.join();
+    unload();
+}
+
+/// The control thread stopped and its socket removed (VM death, unload, a failed load).
+pub fn unload() {
+    if let Some(host) = HOST.get() {
+        host.control.stop();
     }
 }

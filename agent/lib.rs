@@ -1,39 +1,34 @@
-//! libjlive.so: the in-process side of jlive.
+//! libjlive.so: the in-process side of jlive. ARCHITECTURE.md draws the layers; in short,
+//! from the top (a module imports only those below it):
 //!
-//! A JVMTI event becomes a trace record like this:
-//! - `entry.rs`: Agent_OnLoad / JVM_OnLoad / Agent_OnUnload, the only exported symbols.
-//! - `options.rs`: the option string; `profiler.rs`: load, VM init, close.
-//! - `burst.rs`: bursts begin and end here, whoever asks: `control.rs` (the control socket
-//!   and the timers), `javaapi.rs` (jlive.Jlive, InstrumentVMSupport) or VM init and death.
-//! - `capture/`: how method entries and exits are seen (`events.rs`: JVMTI MethodEntry/Exit).
-//! - `callbacks.rs`: every other JVMTI event (threads, classes, GC, allocations, frees).
-//! - `classes.rs` + `registry.rs`: JVM classes, methods and threads as keys the writer resolves.
-//! - `buffer.rs`: per-thread lock-free buffers and the hub that sends batches to the writer.
-//! - `jvmpi.rs`: `jvmpi=`, hosting a legacy JVMPI agent (the jvmpi-shim crate) instead of
-//!   tracing, with `jlive ctl dump` and `reset` for it.
-//! - `plugin.rs`: VA/Java user trace libraries, called on the thread of each event;
-//!   `heap.rs`: the heap walk behind `jlive ctl heap` and `reportObjectReferences()`.
-//! - `clock.rs`: the tick counter; `log.rs`: the agent's own messages.
-//! - `ffi/`: the thin unsafe layer over JVMTI and JNI.
+//! - `entry/`: the symbols the JVM looks up and the functions it calls back, thin thunks
+//!   into the one session;
+//! - `control/` (the control socket, timers, the live visualizer) and `jvmpi.rs` (hosting a
+//!   legacy JVMPI agent instead of tracing), beside the session;
+//! - `session/`: one traced run; owns and coordinates everything below;
+//! - `plugin/`: VA/Java user trace libraries, the capture's subscriber;
+//! - `recorder/`: the burst state, its sole owner;
+//! - `capture/`: how calls, allocations and concurrency events are seen (JVMTI events, or
+//!   instrumented bytecode: `capture/bci/`, whose natives' fast path is the hot path);
+//! - `runtime/`: options, the JVM, the hub and the symbols handed to all of the above; thread
+//!   buffers made, object IDs given, the heap walked;
+//! - `symbols/`: classes, methods and threads by the agent's keys;
+//! - `transport/`: per-thread buffers and the hub that hands batches to the writer;
+//! - `options.rs`, `clock.rs`, `log.rs`: the foundations.
 //!
-//! The writer thread and the JinsightLive encoder live in the `jlive-writer` crate, the
-//! class-file rewriter that `capture/bci.rs` runs in ClassFileLoadHook in `jlive-bci`.
+//! The writer thread and the formats live in the `jlive-writer` crate, the class-file
+//! rewriter in `jlive-bci`, the raw JVMTI/JNI layer in `jlive-jvm`.
 
-pub mod buffer;
-pub mod burst;
-pub mod callbacks;
-pub mod capture;
-pub mod classes;
-pub mod clock;
-pub mod control;
-pub mod entry;
-pub mod ffi;
-pub mod heap;
-pub mod javaapi;
-pub mod jvmpi;
-pub mod live;
-pub mod log;
-pub mod options;
-pub mod plugin;
-pub mod profiler;
-pub mod registry;
+mod capture;
+mod clock;
+mod control;
+mod entry;
+mod jvmpi;
+mod log;
+mod options;
+mod plugin;
+mod recorder;
+mod runtime;
+mod session;
+mod symbols;
+mod transport;

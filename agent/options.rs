@@ -565,6 +565,24 @@ impl Options {
         self.formats != [Format::Orca]
     }
 
+    /// Whether method entries and exits are seen through instrumented bytecode: capture=bci,
+    /// with methods traced.
+    pub fn uses_bci(&self) -> bool {
+        self.capture == Capture::Bci && self.traces_methods()
+    }
+
+    /// Whether capture=bci rewrites classes as they load from start-up (`instrument=load`),
+    /// not from the first burst on.
+    pub fn rewrites_at_load(&self) -> bool {
+        self.uses_bci() && !self.instruments_lazily()
+    }
+
+    /// Whether classes are rewritten as they load: capture=bci, or monitors=on (the call
+    /// sites of notify, start, join and sleep).
+    pub fn uses_hook(&self) -> bool {
+        self.uses_bci() || self.monitors
+    }
+
     /// Whether classes are registered only when a record needs them (and Thread's subclasses
     /// as they load, for the sleep hooks): an ORCA log alone, with no user trace library,
     /// describes only the classes of its stack traces.

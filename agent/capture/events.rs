@@ -1,79 +1,59 @@
 //! `capture=events`: JVMTI MethodEntry and MethodExit. Every thread runs interpreted while
-//! these events are enabled, which is what makes this backend slow (hundreds of ns per call)
-//! but exact: exits by exception are reported too (`was_popped_by_exception`).
+//! these events are enabled, which is what makes this way slow (hundreds of ns per call) but
+//! exact: exits by exception are reported too (`was_popped_by_exception`). The session asks
+//! the triggers first (`session/calls.rs`); what reaches here is recorded.
 
-use super::{entered, exited};
-use crate::callbacks::{attach_java_thread, guard, receiver};
-use crate::clock;
-use crate::ffi::jvmti::{jthread, jvmtiEnv, Jvmti};
-use crate::profiler;
+use super::Capture;
+use crate::runtime::Runtime;
+use jlive_jvm::jvmti::{jthread, Jvmti};
 use jlive_writer::record::{MethodKey, NO_OBJECT};
-use jni_sys::{jboolean, jmethodID, jvalue, JNIEnv};
+use jni_sys::{jmethodID, jvalue, JNIEnv};
 
-/// JVMTI MethodEntry.
-pub extern "C" fn method_entry(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    thread: jthread,
-    method: jmethodID,
-) {
-    let mut ticks = clock::ticks();
-    guard(|| {
-        let Some(p) = profiler::get() else { return };
-        let jvmti = Jvmti::from_raw(env);
-        if super::trigger::armed() {
-            let fired = super::trigger::entered(p, method as MethodKey, || {
-                p.hub
-                    .current_or(|| attach_java_thread(p, jvmti, thread))
-                    .map(|b| b.key)
-            });
-            if !fired {
-                return;
-            }
-            // The burst began after the entry was seen: the entry lies inside it.
-            ticks = clock::ticks();
-        }
-        let object = if p.options.objects {
-            receiver(p, jvmti, jni, thread, ticks)
+impl Capture {
+    /// MethodEntry of `method` on `thread`, seen at `ticks`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn method_entry(
+        &self,
+        rt: &'static Runtime,
+        jvmti: Jvmti,
+        jni: *mut JNIEnv,
+        thread: jthread,
+        method: jmethodID,
+        ticks: u64,
+    ) {
+        let object = if rt.options().objects {
+            rt.receiver(jvmti, jni, thread, ticks)
         } else {
             NO_OBJECT
         };
-        entered(p, ticks, method as MethodKey, object, || {
-            attach_java_thread(p, jvmti, thread)
+        self.entered(rt, ticks, method as MethodKey, object, || {
+            rt.attach_java_thread(jvmti, thread)
         });
-        if super::values::active() {
-            super::values::entered(p, jvmti, jni, thread, method, object, ticks);
+        if self.values.active() {
+            self.values
+                .entered(rt, jvmti, jni, thread, method, object, ticks);
         }
-    });
-}
+    }
 
-/// JVMTI MethodExit.
-pub extern "C" fn method_exit(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    thread: jthread,
-    method: jmethodID,
-    by_exception: jboolean,
-    value: jvalue,
-) {
-    let ticks = clock::ticks();
-    guard(|| {
-        let Some(p) = profiler::get() else { return };
-        if super::values::active() {
-            let jvmti = Jvmti::from_raw(env);
-            super::values::exiting(
-                p,
-                jvmti,
-                jni,
-                thread,
-                method,
-                by_exception != 0,
-                value,
-                ticks,
-            );
+    /// MethodExit of `method` on `thread` (returning `value`, or thrown out of), at `ticks`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn method_exit(
+        &self,
+        rt: &'static Runtime,
+        jvmti: Jvmti,
+        jni: *mut JNIEnv,
+        thread: jthread,
+        method: jmethodID,
+        by_exception: bool,
+        value: jvalue,
+        ticks: u64,
+    ) {
+        if self.values.active() {
+            self.values
+                .exiting(rt, jvmti, jni, thread, method, by_exception, value, ticks);
         }
-        exited(p, ticks, method as MethodKey, || {
-            attach_java_thread(p, Jvmti::from_raw(env), thread)
+        self.exited(rt, ticks, method as MethodKey, || {
+            rt.attach_java_thread(jvmti, thread)
         });
-    });
+    }
 }

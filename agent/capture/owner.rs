@@ -21,16 +21,16 @@
 //! ThreadImpl's and ThreadInfo's Java code is linked at VM init by a first call. It runs
 //! quietly ([`Hub::quietly`]): neither its calls nor a JVMTI event it causes are recorded.
 
-use crate::buffer::Hub;
-use crate::ffi::jni::{Arg, Field, Global, Jni, Method};
-use crate::ffi::jvmti::{jthread, Jvmti};
+use super::Capture;
+use crate::transport::Hub;
+use jlive_jvm::jni::{Arg, Field, Global, Jni, Method};
+use jlive_jvm::jvmti::{jthread, Jvmti};
 use jni_sys::jobject;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
 
-struct Owners {
+pub struct Owners {
     /// `ManagementFactory.getThreadMXBean()`.
     mxbean: Global,
     /// ThreadMXBean.getThreadInfo(long), ThreadInfo.getLockInfo(), getLockOwnerId(),
@@ -56,13 +56,11 @@ struct Owners {
     asked: AtomicU64,
 }
 
-static OWNERS: OnceLock<Owners> = OnceLock::new();
-
 /// VM init (or attach), monitors on: looks up what a query needs, links its Java code with a
 /// first call, and learns the threads alive. `follows_virtual` says whether VirtualThreadStart
 /// reaches [`virtual_thread_started`] (where the JVM has virtual threads). Without
 /// java.management, every owner is asked at a safepoint.
-pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
+pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
     let Some(_frame) = jni.local_frame(32) else {
         return;
     };
@@ -127,7 +125,10 @@ pub fn init(jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
         );
         return;
     };
-    let owners = OWNERS.get_or_init(|| owners);
+    capture.init_owners(owners);
+    let Some(owners) = capture.owners() else {
+        return;
+    };
     let threads = jvmti.all_threads().unwrap_or_default();
     jni.ensure_local_capacity(threads.len());
     for thread in threads {
@@ -245,27 +246,37 @@ impl Owners {
     }
 }
 
-/// ThreadStart: the thread joins the map.
-pub fn thread_started(jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
-    if let Some(o) = OWNERS.get() {
-        o.started(jvmti, jni, thread);
+impl Owners {
+    /// ThreadStart: the thread joins the map.
+    pub fn thread_started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
+        self.started(jvmti, jni, thread);
     }
-}
 
-/// ThreadEnd: the thread leaves it.
-pub fn thread_ended(jni: Jni<'_>, thread: jthread) {
-    if let Some(o) = OWNERS.get() {
-        if let Some(tid) = jni.long_field(thread, &o.tid) {
-            o.threads.lock().remove(&tid);
+    /// ThreadEnd: the thread leaves it.
+    pub fn thread_ended(&self, jni: Jni<'_>, thread: jthread) {
+        if let Some(tid) = jni.long_field(thread, &self.tid) {
+            self.threads.lock().remove(&tid);
         }
     }
-}
 
-/// VirtualThreadStart: from now on an owner reported as none may be an unmounted virtual
-/// thread.
-pub fn virtual_thread_started() {
-    if let Some(o) = OWNERS.get() {
-        o.virtual_threads.store(true, Ordering::Relaxed);
+    /// VirtualThreadStart: from now on an owner reported as none may be an unmounted
+    /// virtual thread.
+    pub fn virtual_thread_started(&self) {
+        self.virtual_threads.store(true, Ordering::Relaxed);
+    }
+
+    /// How the owners were found, for the log; None before any contention.
+    pub fn summary(&self) -> Option<String> {
+        let (read, asked) = (
+            self.read.load(Ordering::Relaxed),
+            self.asked.load(Ordering::Relaxed),
+        );
+        (read + asked > 0).then(|| {
+            format!(
+                "contended monitors: {} owners read from the contender's ThreadInfo, {} asked at a safepoint",
+                read, asked
+            )
+        })
     }
 }
 
@@ -273,6 +284,7 @@ pub fn virtual_thread_started() {
 /// the current thread has just blocked on (`after_wait`: to take it back after Object.wait);
 /// 0 when none does any more.
 pub fn owner_hash(
+    owners: Option<&Owners>,
     hub: &Hub,
     jvmti: Jvmti,
     jni: Jni<'_>,
@@ -280,7 +292,7 @@ pub fn owner_hash(
     monitor_hash: u32,
     after_wait: bool,
 ) -> u32 {
-    if let Some(o) = OWNERS.get() {
+    if let Some(o) = owners {
         if let Some(hash) = o.read(hub, jvmti, jni, monitor_hash, after_wait) {
             o.read.fetch_add(1, Ordering::Relaxed);
             return hash;
@@ -291,19 +303,4 @@ pub fn owner_hash(
         .monitor_owner(monitor)
         .and_then(|t| jvmti.object_hash_code(t))
         .unwrap_or(0)
-}
-
-/// How the owners were found, for the log; None before any contention.
-pub fn summary() -> Option<String> {
-    let o = OWNERS.get()?;
-    let (read, asked) = (
-        o.read.load(Ordering::Relaxed),
-        o.asked.load(Ordering::Relaxed),
-    );
-    (read + asked > 0).then(|| {
-        format!(
-            "contended monitors: {} owners read from the contender's ThreadInfo, {} asked at a safepoint",
-            read, asked
-        )
-    })
 }

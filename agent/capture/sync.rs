@@ -18,39 +18,47 @@
 //! and the thread's buffer gets one record that points to them. None of this is on a method's
 //! hot path: these calls block or wake threads anyway.
 
-use super::owner;
-use crate::callbacks::{attach_java_thread, guard};
-use crate::classes::Classes;
+use super::{owner, Capture};
 use crate::clock;
-use crate::ffi::jni::Jni;
-use crate::ffi::jvmti::{jthread, jvmtiEnv, FrameInfo, Jvmti};
-use crate::profiler::{self, Profiler};
+use crate::runtime::Runtime;
+use crate::symbols::Classes;
+use crate::transport::Hub;
+use jlive_jvm::jni::Jni;
+use jlive_jvm::jvmti::{FrameInfo, Jvmti};
 use jlive_writer::model::SyncKind;
-use jlive_writer::record::{MethodRef, RecordKind, Symbols, SyncInfo, NO_OBJECT};
-use jni_sys::{jboolean, jclass, jint, jlong, jmethodID, jobject, JNIEnv};
+use jlive_writer::record::{MethodRef, Payload, RecordKind, Symbols, SyncInfo, NO_OBJECT};
+use jni_sys::{jclass, jint, jmethodID, jobject, JNIEnv};
 use std::sync::OnceLock;
 
 /// The deepest stack an event carries.
 pub const MAX_FRAMES: usize = 128;
 
-/// JliveTrampoline's methods: a frame of one of them below an event means the event happens
-/// inside a recorded call (set when the trampolines are bound).
-static TRAMPOLINE_METHODS: OnceLock<Vec<usize>> = OnceLock::new();
-
-/// Remembers JliveTrampoline's methods (from `bind`).
-pub fn trampoline_bound(jvmti: Jvmti, class: jclass) {
-    let methods = jvmti.class_methods(class).unwrap_or_default();
-    let _ = TRAMPOLINE_METHODS.set(methods.into_iter().map(|m| m as usize).collect());
+/// What the concurrency capture keeps: JliveTrampoline's methods, so that a frame of one of
+/// them below an event means the event happens inside a recorded call (set when the
+/// trampolines are bound).
+#[derive(Default)]
+pub struct Sync {
+    trampoline_methods: OnceLock<Vec<usize>>,
 }
 
-pub fn is_trampoline(method: jmethodID) -> bool {
-    TRAMPOLINE_METHODS
-        .get()
-        .is_some_and(|m| m.contains(&(method as usize)))
+impl Sync {
+    /// Remembers JliveTrampoline's methods (from `bind`).
+    pub fn trampoline_bound(&self, jvmti: Jvmti, class: jclass) {
+        let methods = jvmti.class_methods(class).unwrap_or_default();
+        let _ = self
+            .trampoline_methods
+            .set(methods.into_iter().map(|m| m as usize).collect());
+    }
+
+    pub fn is_trampoline(&self, method: jmethodID) -> bool {
+        self.trampoline_methods
+            .get()
+            .is_some_and(|m| m.contains(&(method as usize)))
+    }
 }
 
 /// The kinds `JliveTrampoline.sync0` passes (its NOTIFY..SLEPT).
-fn trampoline_kind(kind: jint) -> Option<SyncKind> {
+pub fn trampoline_kind(kind: jint) -> Option<SyncKind> {
     Some(match kind {
         1 => SyncKind::Notify,
         2 => SyncKind::NotifyAll,
@@ -63,104 +71,110 @@ fn trampoline_kind(kind: jint) -> Option<SyncKind> {
     })
 }
 
-/// Records one event of the current thread on `object` (a monitor, or the thread started or
-/// joined); `skip` frames on top of the stack are jlive's. False when nothing was recorded.
-fn record(
-    p: &'static Profiler,
-    jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    kind: SyncKind,
-    object: jobject,
-    skip: jint,
-) -> bool {
-    // Not inside jlive's own Java code (the owner query's).
-    if !p.hub.is_tracing() || crate::buffer::Hub::is_quiet() {
-        return false;
-    }
-    let ticks = clock::ticks();
-    let env = jni;
-    let Some(jni) = Jni::from_callback(env) else {
-        return false;
-    };
-    let mut frames = [FrameInfo::default(); MAX_FRAMES];
-    let n = jvmti.stack_trace(skip, &mut frames);
-    if frames[..n].iter().any(|f| is_trampoline(f.method)) {
-        return false;
-    }
-    // A class reference per frame not seen before, and the monitor's owner.
-    let _frame = jni.local_frame(MAX_FRAMES as i32 + 16);
-    let classes = Classes {
-        jvmti,
-        jni,
-        registry: &p.registry,
-    };
-    let mut stack = Vec::with_capacity(n);
-    for f in &frames[..n] {
-        if let Some(m) = frame_method(p, &classes, f.method) {
-            if is_thread_hook(p, m) {
-                return false;
+impl Capture {
+    /// Records one event of the current thread on `object` (a monitor, or the thread started or
+    /// joined); `skip` frames on top of the stack are jlive's. False when nothing was recorded.
+    pub fn sync_event(
+        &self,
+        p: &'static Runtime,
+        jvmti: Jvmti,
+        jni: *mut JNIEnv,
+        kind: SyncKind,
+        object: jobject,
+        skip: jint,
+    ) -> bool {
+        // Not inside jlive's own Java code (the owner query's).
+        if !p.hub().is_tracing() || Hub::is_quiet() {
+            return false;
+        }
+        let ticks = clock::ticks();
+        let env = jni;
+        let Some(jni) = Jni::from_callback(env) else {
+            return false;
+        };
+        let mut frames = [FrameInfo::default(); MAX_FRAMES];
+        let n = jvmti.stack_trace(skip, &mut frames);
+        if frames[..n]
+            .iter()
+            .any(|f| self.sync.is_trampoline(f.method))
+        {
+            return false;
+        }
+        // A class reference per frame not seen before, and the monitor's owner.
+        let _frame = jni.local_frame(MAX_FRAMES as i32 + 16);
+        let classes = p.classes(jvmti, jni);
+        let mut stack = Vec::with_capacity(n);
+        for f in &frames[..n] {
+            if let Some(m) = frame_method(p, &classes, f.method) {
+                if is_thread_hook(p, m) {
+                    return false;
+                }
+                stack.push((m, f.location));
             }
-            stack.push((m, f.location));
         }
-    }
-    let hash = |o: jobject| {
-        if o.is_null() {
-            0
+        let hash = |o: jobject| {
+            if o.is_null() {
+                0
+            } else {
+                jvmti.object_hash_code(o).unwrap_or(0)
+            }
+        };
+        let in_object_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
+        // HotSpot sends MonitorWaited, without a MonitorWait, after a wait of its own: a thread
+        // that waited for another to initialize a class. Only Object.wait's count.
+        if kind == SyncKind::Waited && !in_object_wait {
+            return false;
+        }
+        // The buffer first: the owner query's Java code runs quietly on it.
+        let Some(b) = p.hub().current_or(|| p.attach_current_thread()) else {
+            return false;
+        };
+        let thread_hash = jvmti.current_thread().map_or(0, hash);
+        let object_hash = hash(object);
+        let owner_hash = if kind == SyncKind::ContendedEnter {
+            owner::owner_hash(
+                self.owners(),
+                p.hub(),
+                jvmti,
+                jni,
+                object,
+                object_hash,
+                in_object_wait,
+            )
         } else {
-            jvmti.object_hash_code(o).unwrap_or(0)
-        }
-    };
-    let in_object_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
-    // HotSpot sends MonitorWaited, without a MonitorWait, after a wait of its own: a thread
-    // that waited for another to initialize a class. Only Object.wait's count.
-    if kind == SyncKind::Waited && !in_object_wait {
-        return false;
+            0
+        };
+        // Formats but ORCA name objects by ID: the monitor (or thread) is tagged, and defined
+        // first, as a receiver is.
+        let (object_id, object_class) = if p.options().monitor_object_ids() && !object.is_null() {
+            p.object_identity(jvmti, env, object, ticks)
+        } else {
+            (NO_OBJECT, None)
+        };
+        let info = SyncInfo {
+            kind,
+            thread_hash,
+            object_hash,
+            owner_hash,
+            object_id,
+            object_class,
+            owner_key: (owner_hash != 0)
+                .then(|| p.symbols().thread_by_hash(owner_hash))
+                .flatten(),
+            frames: stack,
+        };
+        b.append_payload(
+            p.hub(),
+            RecordKind::Sync,
+            ticks,
+            Payload::Sync(Box::new(info)),
+        )
     }
-    // The buffer first: the owner query's Java code runs quietly on it.
-    let Some(b) = p
-        .hub
-        .current_or(|| attach_java_thread(p, jvmti, std::ptr::null_mut()))
-    else {
-        return false;
-    };
-    let thread_hash = jvmti.current_thread().map_or(0, hash);
-    let object_hash = hash(object);
-    let owner_hash = if kind == SyncKind::ContendedEnter {
-        owner::owner_hash(&p.hub, jvmti, jni, object, object_hash, in_object_wait)
-    } else {
-        0
-    };
-    // Formats but ORCA name objects by ID: the monitor (or thread) is tagged, and defined
-    // first, as a receiver is.
-    let (object_id, object_class) = if p.options.monitor_object_ids() && !object.is_null() {
-        crate::callbacks::object_identity(p, jvmti, env, object, ticks)
-    } else {
-        (NO_OBJECT, None)
-    };
-    let info = SyncInfo {
-        kind,
-        thread_hash,
-        object_hash,
-        owner_hash,
-        object_id,
-        object_class,
-        owner_key: (owner_hash != 0)
-            .then(|| p.registry.thread_by_hash(owner_hash))
-            .flatten(),
-        frames: stack,
-    };
-    let key = p.registry.put_sync(info);
-    if !b.append(&p.hub, RecordKind::Sync, ticks, key, 0, Some(0), true) {
-        // Not stored (the burst is ending): the details would wait for ever.
-        p.registry.take_sync(key);
-        return false;
-    }
-    true
 }
 
 /// Whether a frame's method is Object.wait (any form, wait0 on JDK 21+).
-fn is_object_wait(p: &Profiler, m: MethodRef) -> bool {
-    p.registry.class(m.class).is_some_and(|class| {
+fn is_object_wait(p: &Runtime, m: MethodRef) -> bool {
+    p.symbols().class(m.class).is_some_and(|class| {
         class.name == "java/lang/Object"
             && class
                 .methods
@@ -170,8 +184,8 @@ fn is_object_wait(p: &Profiler, m: MethodRef) -> bool {
 }
 
 /// Whether a frame's method is one of java/lang/Thread's hooked methods.
-fn is_thread_hook(p: &Profiler, m: MethodRef) -> bool {
-    let Some(class) = p.registry.class(m.class) else {
+fn is_thread_hook(p: &Runtime, m: MethodRef) -> bool {
+    let Some(class) = p.symbols().class(m.class) else {
         return false;
     };
     class.name == "java/lang/Thread"
@@ -181,12 +195,12 @@ fn is_thread_hook(p: &Profiler, m: MethodRef) -> bool {
 }
 
 /// A frame's method as the registry knows it (its class registered on first sight).
-fn frame_method(p: &Profiler, classes: &Classes, method: jmethodID) -> Option<MethodRef> {
-    if let Some(m) = p.registry.frame_method(method as u64) {
+fn frame_method(p: &Runtime, classes: &Classes, method: jmethodID) -> Option<MethodRef> {
+    if let Some(m) = p.symbols().frame_method(method as u64) {
         return Some(m);
     }
     let class = classes.jvmti.method_declaring_class(method)?;
-    let key = p.hub.quietly(|| classes.key(class))?;
+    let key = p.hub().quietly(|| classes.key(class))?;
     let index = classes
         .jvmti
         .class_methods(class)
@@ -197,12 +211,12 @@ fn frame_method(p: &Profiler, classes: &Classes, method: jmethodID) -> Option<Me
         class: key,
         index: u16::try_from(index).ok()?,
     };
-    p.registry.put_frame_method(method as u64, m);
+    p.symbols().put_frame_method(method as u64, m);
     Some(m)
 }
 
 /// What a hooked Thread method's entry (`exit` false) or exit records, by its hook key.
-fn hook_kind(hook: jint, exit: bool) -> Option<SyncKind> {
+pub fn hook_kind(hook: jint, exit: bool) -> Option<SyncKind> {
     match (hook, exit) {
         (1, false) => Some(SyncKind::Start),
         (2, false) => Some(SyncKind::Join),
@@ -213,109 +227,16 @@ fn hook_kind(hook: jint, exit: bool) -> Option<SyncKind> {
     }
 }
 
-fn hooked(env: *mut JNIEnv, hook: jint, exit: bool, object: jobject) {
-    guard(|| {
-        if let (Some(p), Some(kind)) = (profiler::get(), hook_kind(hook, exit)) {
-            // The stack below the native and the hooked method.
-            record(p, p.jvmti, env, kind, object, 2);
-        }
-    });
-}
-
-/// `JliveTrampoline.syncEnterObject0(thread, hook)`: Thread.start or join entered on `thread`.
-pub extern "system" fn sync_enter_object(
-    env: *mut JNIEnv,
-    _class: jclass,
-    thread: jobject,
-    hook: jint,
-) {
-    hooked(env, hook, false, thread);
-}
-
-/// `JliveTrampoline.syncEnter0(hook)`: Thread.sleep entered.
-pub extern "system" fn sync_enter(env: *mut JNIEnv, _class: jclass, hook: jint) {
-    hooked(env, hook, false, std::ptr::null_mut());
-}
-
-/// `JliveTrampoline.syncExit0(hook)`: a hooked Thread method left (returned or threw). The
-/// exit has no receiver at hand: the writer gives a join's end the thread of its beginning.
-pub extern "system" fn sync_exit(env: *mut JNIEnv, _class: jclass, hook: jint) {
-    hooked(env, hook, true, std::ptr::null_mut());
-}
-
-/// `JliveTrampoline.sync0(kind, object)`: the trampoline's own frame and this native's are
-/// not part of the stack.
-pub extern "system" fn sync0(
-    env: *mut JNIEnv,
-    _class: jclass,
-    kind: jint,
-    object: jobject,
-) -> jboolean {
-    let mut recorded = false;
-    guard(|| {
-        if let (Some(p), Some(kind)) = (profiler::get(), trampoline_kind(kind)) {
-            recorded = record(p, p.jvmti, env, kind, object, 2);
-        }
-    });
-    recorded as jboolean
-}
-
-fn on_jvmti(env: *mut jvmtiEnv, jni: *mut JNIEnv, kind: SyncKind, object: jobject) {
-    guard(|| {
-        if let Some(p) = profiler::get() {
-            record(p, Jvmti::from_raw(env), jni, kind, object, 0);
-        }
-    });
-}
-
-pub extern "C" fn monitor_wait(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-    _timeout: jlong,
-) {
-    on_jvmti(env, jni, SyncKind::Wait, object);
-}
-
-pub extern "C" fn monitor_waited(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-    _timed_out: jboolean,
-) {
-    on_jvmti(env, jni, SyncKind::Waited, object);
-}
-
-pub extern "C" fn monitor_contended_enter(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-) {
-    on_jvmti(env, jni, SyncKind::ContendedEnter, object);
-}
-
-pub extern "C" fn monitor_contended_entered(
-    env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-) {
-    on_jvmti(env, jni, SyncKind::ContendedEntered, object);
-}
-
 /// ClassFileLoadHook: the class with its notify and sleep calls rewritten
 /// (`jlive_bci::sync`), and java/lang/Thread with its start, join and sleep methods hooked;
 /// None when nothing changed. A sleep called through the name of a Thread subclass is seen
 /// where the subclass is already loaded or is the caller (see the README).
-pub fn hook_calls(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+pub fn hook_calls(p: &Runtime, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     let is_thread = |owner: &[u8], descriptor: &[u8]| match (
         std::str::from_utf8(owner),
         std::str::from_utf8(descriptor),
     ) {
-        (Ok(o), Ok(d)) => p.registry.inherits_thread_sleep(o, d),
+        (Ok(o), Ok(d)) => p.symbols().inherits_thread_sleep(o, d),
         _ => false,
     };
     let calls = match jlive_bci::sync::hook_calls(bytes, &is_thread) {
@@ -349,7 +270,7 @@ pub fn hook_calls(p: &Profiler, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
 /// with every loaded class).
 pub fn hook_thread_class(jvmti: Jvmti, jni: Jni<'_>) {
     // The classes' local references live as long as the closure.
-    let retransformed = crate::classes::with_loaded_classes(jvmti, jni, |loaded| {
+    let retransformed = crate::symbols::with_loaded_classes(jvmti, jni, |loaded| {
         let thread = loaded.into_iter().find(|&c| {
             jvmti
                 .class_signature(c)

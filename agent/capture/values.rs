@@ -6,21 +6,25 @@
 //! and the thread's buffer gets one record that points to them, after the entry's record or
 //! before the exit's. Until a burst names a method, a call pays one atomic load.
 
-use crate::callbacks::object_identity;
-use crate::classes::internal_name;
-use crate::ffi::jni::Jni;
-use crate::ffi::jvmti::{jthread, Jvmti, ACC_NATIVE, ACC_STATIC};
-use crate::profiler::Profiler;
+use crate::runtime::Runtime;
+use crate::symbols::internal_name;
+use jlive_jvm::jni::Jni;
+use jlive_jvm::jvmti::{jthread, Jvmti, ACC_NATIVE, ACC_STATIC};
 use jlive_writer::model::{Value, ValuesKind, NO_OBJECT};
-use jlive_writer::record::{MethodKey, RecordKind, ValuesInfo};
+use jlive_writer::record::{MethodKey, Payload, RecordKind, ValuesInfo};
 use jni_sys::{jmethodID, jobject, jvalue, JNIEnv};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-static FILTERS: RwLock<Option<Filters>> = RwLock::new(None);
+/// The value filters of the bursts from now on (the live visualizer's).
+#[derive(Default)]
+pub struct Values {
+    /// Whether any method's values are asked for: what a call pays until one is.
+    active: AtomicBool,
+    filters: RwLock<Option<Filters>>,
+}
 
 /// (class, method) patterns, in internal form (`java/util/HashMap`).
 pub type Patterns = Vec<(String, String)>;
@@ -46,22 +50,155 @@ struct Plan {
     ret: u8,
 }
 
-/// The filters of the bursts from now on (none: values are off).
-pub fn set(args: Patterns, returns: Patterns, fields: Patterns) {
-    let on = !args.is_empty() || !returns.is_empty() || !fields.is_empty();
-    *FILTERS.write() = on.then(|| Filters {
-        args,
-        returns,
-        fields,
-        plans: HashMap::new(),
-    });
-    ACTIVE.store(on, Ordering::SeqCst);
-}
+impl Values {
+    /// What to read of `method`'s calls (looked up once per method).
+    fn plan(&self, jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
+        if let Some(known) = self.filters.read().as_ref()?.plans.get(&(method as usize)) {
+            return known.clone();
+        }
+        let made = self.make_plan(jvmti, method);
+        let mut filters = self.filters.write();
+        let filters = filters.as_mut()?;
+        filters.plans.insert(method as usize, made.clone());
+        made
+    }
 
-/// Whether any method's values are asked for.
-#[inline(always)]
-pub fn active() -> bool {
-    ACTIVE.load(Ordering::Relaxed)
+    fn make_plan(&self, jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
+        let (name, descriptor) = jvmti.method_name(method).ok()?;
+        let class = jvmti.method_declaring_class(method)?;
+        let class = internal_name(&jvmti.class_signature(class).ok()?);
+        let modifiers = jvmti.method_modifiers(method).ok()?;
+        let filters = self.filters.read();
+        let filters = filters.as_ref()?;
+        let named = |patterns: &Patterns| {
+            patterns
+                .iter()
+                .any(|(c, m)| matches(c, &class) && matches(m, &name))
+        };
+        // A native frame's locals cannot be read.
+        let args = named(&filters.args) && modifiers & ACC_NATIVE == 0;
+        let returns = named(&filters.returns);
+        let fields = named(&filters.fields);
+        let (params, ret) = kinds(&descriptor)?;
+        (args || returns || fields).then(|| {
+            Arc::new(Plan {
+                args,
+                returns: returns && ret != b'V',
+                fields,
+                is_static: modifiers & ACC_STATIC != 0,
+                params,
+                ret,
+            })
+        })
+    }
+
+    /// MethodEntry, after the entry's record (which named `object`): the arguments and the fields,
+    /// if the filters ask.
+    #[allow(clippy::too_many_arguments)]
+    pub fn entered(
+        &self,
+        p: &'static Runtime,
+        jvmti: Jvmti,
+        jni: *mut JNIEnv,
+        thread: jthread,
+        method: jmethodID,
+        object: u32,
+        ticks: u64,
+    ) {
+        let Some(plan) = self.plan(jvmti, method) else {
+            return;
+        };
+        let this = if plan.is_static {
+            None
+        } else {
+            match jvmti.local_instance(thread, 0) {
+                Some(this) => Some(this),
+                None => return,
+            }
+        };
+        if plan.args {
+            arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
+        }
+        if plan.fields {
+            if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+                record(p, ticks, method, object, ValuesKind::FieldsAtEnter, values);
+            }
+        }
+    }
+
+    /// MethodExit, before the exit's record: the fields and the return value, if the filters
+    /// ask (no return value when the method threw).
+    #[allow(clippy::too_many_arguments)]
+    pub fn exiting(
+        &self,
+        p: &'static Runtime,
+        jvmti: Jvmti,
+        jni: *mut JNIEnv,
+        thread: jthread,
+        method: jmethodID,
+        by_exception: bool,
+        value: jvalue,
+        ticks: u64,
+    ) {
+        let Some(plan) = self.plan(jvmti, method) else {
+            return;
+        };
+        // A method that threw leaves its exception pending: no JNI call, and no return value.
+        if by_exception || !(plan.fields || plan.returns) {
+            return;
+        }
+        // `this`: for the fields, and as the values' object (objects=on).
+        let this = (!plan.is_static && (plan.fields || p.options().objects))
+            .then(|| jvmti.local_instance(thread, 0))
+            .flatten();
+        let object = call_object(p, jvmti, jni, this, ticks);
+        if plan.fields && (plan.is_static || this.is_some()) {
+            if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+                record(p, ticks, method, object, ValuesKind::FieldsAtExit, values);
+            }
+        }
+        if !plan.returns {
+            return;
+        }
+        // SAFETY: JVMTI hands the return value in the union member of the method's return type.
+        let value = unsafe {
+            match plan.ret {
+                b'J' => Value::Long(value.j),
+                b'D' => Value::Double(value.d.to_bits()),
+                b'F' => Value::Float(value.f.to_bits()),
+                b'L' | b'T' => object_value(p, jvmti, jni, value.l, plan.ret, ticks),
+                b'Z' => Value::Boolean(value.z != 0),
+                b'B' => Value::Byte(value.b),
+                b'C' => Value::Char(value.c),
+                b'S' => Value::Short(value.s),
+                _ => Value::Int(value.i),
+            }
+        };
+        record(p, ticks, method, object, ValuesKind::Return, vec![value]);
+    }
+
+    /// The filters of the bursts from now on (none: values are off).
+    pub fn set(&self, args: Patterns, returns: Patterns, fields: Patterns) {
+        let on = !args.is_empty() || !returns.is_empty() || !fields.is_empty();
+        *self.filters.write() = on.then(|| Filters {
+            args,
+            returns,
+            fields,
+            plans: HashMap::new(),
+        });
+        self.active.store(on, Ordering::SeqCst);
+    }
+
+    /// No filter any more.
+    pub fn clear(&self) {
+        self.set(Vec::new(), Vec::new(), Vec::new());
+    }
+
+    /// Whether any method's values are asked for.
+    #[inline(always)]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
 }
 
 /// Whether `name` matches `pattern` (`*` alone: anything; a trailing `*`: a prefix).
@@ -103,51 +240,10 @@ fn kind(descriptor: &str) -> u8 {
     }
 }
 
-/// What to read of `method`'s calls (looked up once per method).
-fn plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
-    if let Some(known) = FILTERS.read().as_ref()?.plans.get(&(method as usize)) {
-        return known.clone();
-    }
-    let made = make_plan(jvmti, method);
-    let mut filters = FILTERS.write();
-    let filters = filters.as_mut()?;
-    filters.plans.insert(method as usize, made.clone());
-    made
-}
-
-fn make_plan(jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
-    let (name, descriptor) = jvmti.method_name(method).ok()?;
-    let class = jvmti.method_declaring_class(method)?;
-    let class = internal_name(&jvmti.class_signature(class).ok()?);
-    let modifiers = jvmti.method_modifiers(method).ok()?;
-    let filters = FILTERS.read();
-    let filters = filters.as_ref()?;
-    let named = |patterns: &Patterns| {
-        patterns
-            .iter()
-            .any(|(c, m)| matches(c, &class) && matches(m, &name))
-    };
-    // A native frame's locals cannot be read.
-    let args = named(&filters.args) && modifiers & ACC_NATIVE == 0;
-    let returns = named(&filters.returns);
-    let fields = named(&filters.fields);
-    let (params, ret) = kinds(&descriptor)?;
-    (args || returns || fields).then(|| {
-        Arc::new(Plan {
-            args,
-            returns: returns && ret != b'V',
-            fields,
-            is_static: modifiers & ACC_STATIC != 0,
-            params,
-            ret,
-        })
-    })
-}
-
 /// An object argument or return value: its text for a String, else its ID (tagged and
 /// recorded as seen on first sight).
 fn object_value(
-    p: &'static Profiler,
+    p: &'static Runtime,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     object: jobject,
@@ -162,7 +258,7 @@ fn object_value(
             return Value::Text(text);
         }
     }
-    match object_identity(p, jvmti, jni, object, ticks).0 {
+    match p.object_identity(jvmti, jni, object, ticks).0 {
         NO_OBJECT => Value::Unknown,
         id => Value::Object(id),
     }
@@ -172,7 +268,7 @@ fn object_value(
 /// static fields of `method`'s class, in class-file order (what the trace's class definitions
 /// list).
 fn field_values(
-    p: &'static Profiler,
+    p: &'static Runtime,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     this: Option<jobject>,
@@ -198,8 +294,8 @@ fn field_values(
             let k = kind(&descriptor);
             let first = *descriptor.as_bytes().first()?;
             let value = match j.field_value(target, field, first, is_static)? {
-                crate::ffi::jni::FieldValue::Object(o) => object_value(p, jvmti, jni, o, k, ticks),
-                crate::ffi::jni::FieldValue::Bytes(b) => bytes_value(k, &b)?,
+                jlive_jvm::jni::FieldValue::Object(o) => object_value(p, jvmti, jni, o, k, ticks),
+                jlive_jvm::jni::FieldValue::Bytes(b) => bytes_value(k, &b)?,
             };
             values.push(value);
         }
@@ -227,41 +323,9 @@ fn bytes_value(kind: u8, b: &[u8]) -> Option<Value> {
     })
 }
 
-/// MethodEntry, after the entry's record (which named `object`): the arguments and the fields,
-/// if the filters ask.
-pub fn entered(
-    p: &'static Profiler,
-    jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    thread: jthread,
-    method: jmethodID,
-    object: u32,
-    ticks: u64,
-) {
-    let Some(plan) = plan(jvmti, method) else {
-        return;
-    };
-    let this = if plan.is_static {
-        None
-    } else {
-        match jvmti.local_instance(thread, 0) {
-            Some(this) => Some(this),
-            None => return,
-        }
-    };
-    if plan.args {
-        arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
-    }
-    if plan.fields {
-        if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
-            record(p, ticks, method, object, ValuesKind::FieldsAtEnter, values);
-        }
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn arguments(
-    p: &'static Profiler,
+    p: &'static Runtime,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     thread: jthread,
@@ -294,67 +358,17 @@ fn arguments(
     record(p, ticks, method, object, ValuesKind::Arguments, values);
 }
 
-/// MethodExit, before the exit's record: the fields and the return value, if the filters
-/// ask (no return value when the method threw).
-#[allow(clippy::too_many_arguments)]
-pub fn exiting(
-    p: &'static Profiler,
-    jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    thread: jthread,
-    method: jmethodID,
-    by_exception: bool,
-    value: jvalue,
-    ticks: u64,
-) {
-    let Some(plan) = plan(jvmti, method) else {
-        return;
-    };
-    // A method that threw leaves its exception pending: no JNI call, and no return value.
-    if by_exception || !(plan.fields || plan.returns) {
-        return;
-    }
-    // `this`: for the fields, and as the values' object (objects=on).
-    let this = (!plan.is_static && (plan.fields || p.options.objects))
-        .then(|| jvmti.local_instance(thread, 0))
-        .flatten();
-    let object = call_object(p, jvmti, jni, this, ticks);
-    if plan.fields && (plan.is_static || this.is_some()) {
-        if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
-            record(p, ticks, method, object, ValuesKind::FieldsAtExit, values);
-        }
-    }
-    if !plan.returns {
-        return;
-    }
-    // SAFETY: JVMTI hands the return value in the union member of the method's return type.
-    let value = unsafe {
-        match plan.ret {
-            b'J' => Value::Long(value.j),
-            b'D' => Value::Double(value.d.to_bits()),
-            b'F' => Value::Float(value.f.to_bits()),
-            b'L' | b'T' => object_value(p, jvmti, jni, value.l, plan.ret, ticks),
-            b'Z' => Value::Boolean(value.z != 0),
-            b'B' => Value::Byte(value.b),
-            b'C' => Value::Char(value.c),
-            b'S' => Value::Short(value.s),
-            _ => Value::Int(value.i),
-        }
-    };
-    record(p, ticks, method, object, ValuesKind::Return, vec![value]);
-}
-
 /// The object the values name: the one the call's entry names (its receiver with
 /// `objects=on`, else none), so that the visualizer pairs them with the call.
 fn call_object(
-    p: &'static Profiler,
+    p: &'static Runtime,
     jvmti: Jvmti,
     jni: *mut JNIEnv,
     this: Option<jobject>,
     ticks: u64,
 ) -> u32 {
     match this {
-        Some(this) if p.options.objects => object_identity(p, jvmti, jni, this, ticks).0,
+        Some(this) if p.options().objects => p.object_identity(jvmti, jni, this, ticks).0,
         _ => NO_OBJECT,
     }
 }
@@ -371,25 +385,28 @@ fn int_value(kind: u8, i: i32) -> Value {
 }
 
 fn record(
-    p: &'static Profiler,
+    p: &'static Runtime,
     ticks: u64,
     method: jmethodID,
     object: u32,
     kind: ValuesKind,
     values: Vec<Value>,
 ) {
-    let Some(buffer) = crate::buffer::Hub::current() else {
+    let Some(buffer) = crate::transport::Hub::current() else {
         return;
     };
-    let key = p.registry.put_values(ValuesInfo {
+    let info = ValuesInfo {
         method: method as MethodKey,
         object,
         kind,
         values,
-    });
-    if !buffer.append(&p.hub, RecordKind::Values, ticks, key, 0, Some(0), true) {
-        p.registry.take_values(key);
-    }
+    };
+    buffer.append_payload(
+        p.hub(),
+        RecordKind::Values,
+        ticks,
+        Payload::Values(Box::new(info)),
+    );
 }
 
 #[cfg(test)]

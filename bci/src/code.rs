@@ -691,44 +691,8 @@ fn step(
         80 | 82 => (4, 0),
         87 => (1, 0),
         88 => (2, 0),
-        DUP => {
-            let t = top::<1>(st)?;
-            st.extend(t);
-            (0, 0)
-        }
-        90 => {
-            let t = top::<2>(st)?;
-            pop(st, 2)?;
-            st.extend([t[1], t[0], t[1]]);
-            (0, 0)
-        }
-        91 => {
-            let t = top::<3>(st)?;
-            pop(st, 3)?;
-            st.extend([t[2], t[0], t[1], t[2]]);
-            (0, 0)
-        }
-        92 => {
-            let t = top::<2>(st)?;
-            st.extend(t);
-            (0, 0)
-        }
-        93 => {
-            let t = top::<3>(st)?;
-            pop(st, 3)?;
-            st.extend([t[1], t[2], t[0], t[1], t[2]]);
-            (0, 0)
-        }
-        94 => {
-            let t = top::<4>(st)?;
-            pop(st, 4)?;
-            st.extend([t[2], t[3], t[0], t[1], t[2], t[3]]);
-            (0, 0)
-        }
-        95 => {
-            let t = top::<2>(st)?;
-            pop(st, 2)?;
-            st.extend([t[1], t[0]]);
+        DUP..=95 => {
+            shuffle(st, i.op)?;
             (0, 0)
         }
         96 | 98 | 100 | 102 | 104 | 106 | 108 | 110 | 112 | 114 => (2, 1),
@@ -769,36 +733,7 @@ fn step(
             let (args, ret) = descriptor_slots(pool.dynamic_descriptor(cp(i.pc + 1)?)?)?;
             (args, ret)
         }
-        INVOKESPECIAL => {
-            let (_, name, desc) = pool.member_ref(cp(i.pc + 1)?)?;
-            let (args, ret) = descriptor_slots(desc)?;
-            if st.len() < args + 1 {
-                return err("operand stack underflow");
-            }
-            let receiver = st[st.len() - args - 1];
-            pop(st, args + 1)?;
-            let mut initializes_this = false;
-            if name == b"<init>" && receiver != Slot::Other {
-                // The copy that `dup` left is on top exactly when the top slot is the receiver.
-                let copy_on_top = st.last() == Some(&receiver);
-                for slot in st.iter_mut().filter(|x| **x == receiver) {
-                    *slot = Slot::Other;
-                }
-                match receiver {
-                    Slot::This => initializes_this = true,
-                    Slot::New(_) if copy_on_top => {
-                        allocations.insert(i.pc);
-                    }
-                    _ => {}
-                }
-            }
-            push(st, ret);
-            if initializes_this {
-                s.this_init = true;
-                result.super_call.get_or_insert(i.pc);
-            }
-            return Ok(());
-        }
+        INVOKESPECIAL => return invokespecial(code, pool, i, s, result, allocations),
         NEW => {
             st.push(Slot::New(i.pc));
             (0, 0)
@@ -834,6 +769,88 @@ fn step(
     };
     pop(st, pops)?;
     push(st, pushes);
+    Ok(())
+}
+
+/// The stack shuffles (dup, dup_x1, dup_x2, dup2, dup2_x1, dup2_x2, swap), slot by slot.
+fn shuffle(st: &mut Vec<Slot>, op: u8) -> Result<()> {
+    match op {
+        DUP => {
+            let t = top::<1>(st)?;
+            st.extend(t);
+        }
+        90 => {
+            let t = top::<2>(st)?;
+            pop(st, 2)?;
+            st.extend([t[1], t[0], t[1]]);
+        }
+        91 => {
+            let t = top::<3>(st)?;
+            pop(st, 3)?;
+            st.extend([t[2], t[0], t[1], t[2]]);
+        }
+        92 => {
+            let t = top::<2>(st)?;
+            st.extend(t);
+        }
+        93 => {
+            let t = top::<3>(st)?;
+            pop(st, 3)?;
+            st.extend([t[1], t[2], t[0], t[1], t[2]]);
+        }
+        94 => {
+            let t = top::<4>(st)?;
+            pop(st, 4)?;
+            st.extend([t[2], t[3], t[0], t[1], t[2], t[3]]);
+        }
+        95 => {
+            let t = top::<2>(st)?;
+            pop(st, 2)?;
+            st.extend([t[1], t[0]]);
+        }
+        _ => return err(format!("not a stack shuffle: {}", op)),
+    }
+    Ok(())
+}
+
+/// invokespecial: a constructor call marks its receiver initialized (`this`: the
+/// super()/this() call; a `new` whose copy `dup` left on top: an allocation).
+fn invokespecial(
+    code: &[u8],
+    pool: &ConstantPool,
+    i: &Insn,
+    s: &mut State,
+    result: &mut Analysis,
+    allocations: &mut std::collections::BTreeSet<usize>,
+) -> Result<()> {
+    let st = &mut s.stack;
+    let (_, name, desc) = pool.member_ref(u2(code, i.pc + 1)?)?;
+    let (args, ret) = descriptor_slots(desc)?;
+    if st.len() < args + 1 {
+        return err("operand stack underflow");
+    }
+    let receiver = st[st.len() - args - 1];
+    pop(st, args + 1)?;
+    let mut initializes_this = false;
+    if name == b"<init>" && receiver != Slot::Other {
+        // The copy that `dup` left is on top exactly when the top slot is the receiver.
+        let copy_on_top = st.last() == Some(&receiver);
+        for slot in st.iter_mut().filter(|x| **x == receiver) {
+            *slot = Slot::Other;
+        }
+        match receiver {
+            Slot::This => initializes_this = true,
+            Slot::New(_) if copy_on_top => {
+                allocations.insert(i.pc);
+            }
+            _ => {}
+        }
+    }
+    push(st, ret);
+    if initializes_this {
+        s.this_init = true;
+        result.super_call.get_or_insert(i.pc);
+    }
     Ok(())
 }
 

@@ -870,6 +870,169 @@ struct Rewritten {
     leaf: bool,
 }
 
+/// What is woven around a method's body: its entry (the prologue), its exits (the exit
+/// block, the catch-all's rethrow), and after an allocation or super().
+struct Parts {
+    analysis: Analysis,
+    /// A leaf: its exit recorded with its entry, its returns kept, no exit block or handler.
+    leaf: bool,
+    prologue: Snippet,
+    rethrow: Snippet,
+    /// The method's return instruction (None: `return`-less, or a leaf).
+    ret: Option<u8>,
+    exit_block: Snippet,
+    allocated: Snippet,
+    /// objects=on: `this` reported right after super()/this() initialized it, at that pc.
+    super_call: Option<usize>,
+    constructed: Snippet,
+    throwable: u16,
+}
+
+impl Parts {
+    fn make(
+        pool: &mut ConstantPool,
+        m: &MethodInfo<'_>,
+        code: &Code,
+        insns: &[Insn],
+        depths: &mut Vec<(usize, usize)>,
+        refs: &mut Refs,
+        weave: Weave,
+    ) -> Result<Parts> {
+        let analysis = if m.is_ctor || weave.alloc {
+            match analyze(code, pool, insns, m.is_ctor, weave.alloc) {
+                Ok(a) => a,
+                Err(e) if m.is_ctor => return Err(e),
+                Err(_) => Analysis::default(),
+            }
+        } else {
+            Analysis::default()
+        };
+        if m.is_ctor && analysis.super_call.is_none() {
+            return err("constructor without a super() or this() call");
+        }
+        // A leaf records its exit with its entry: its returns stay, it gets no exit block and
+        // no handler. (With objects=on, an instance method's entry passes its receiver.)
+        let leaf = weave.leaves
+            && !refs.sync
+            && !m.is_ctor
+            && (m.is_static || !weave.objects)
+            && code::is_leaf(
+                code,
+                pool,
+                insns,
+                &code::LeafScope {
+                    this: m.class,
+                    is_static: m.is_static,
+                    fields: m.fields,
+                },
+            );
+        let push = key_push(pool, m.key)?;
+        let prologue = refs.gated_entry(pool, &push, weave, m, leaf)?;
+        let rethrow = if leaf {
+            Snippet::of(&[])
+        } else {
+            refs.gated_exit(pool, &push, code::ATHROW)?
+        };
+        let ret = insns
+            .iter()
+            .find(|i| code::is_return(i.op))
+            .map(|i| i.op)
+            .filter(|_| !leaf);
+        if ret.is_some() {
+            // Every return jumps to one exit block, whose frame holds only the value returned.
+            depths.clear();
+            for a in &code.attributes {
+                if pool.utf8(a.name)? == b"StackMapTable" {
+                    stackmap::stack_depths(&a.data, depths)?;
+                }
+            }
+            let clean = code::returns_leave_only_their_value(code, pool, insns, depths);
+            if clean == Ok(false) {
+                return err("a return leaves more than its value on the operand stack");
+            }
+        }
+        let exit_block = match ret {
+            Some(ret) => refs.gated_exit(pool, &push, ret)?,
+            None => Snippet::of(&[]),
+        };
+        let allocated = if weave.alloc && !analysis.allocations.is_empty() {
+            Snippet::of(&[&[code::DUP], &refs.call(pool, Ref::Allocated)?])
+        } else {
+            Snippet::of(&[])
+        };
+        let super_call = analysis.super_call.filter(|_| m.is_ctor && weave.objects);
+        let constructed = if super_call.is_some() {
+            Snippet::of(&[&[code::ALOAD_0], &push, &refs.call(pool, Ref::Constructed)?])
+        } else {
+            Snippet::of(&[])
+        };
+        let throwable = if leaf {
+            0
+        } else {
+            refs.get(pool, Ref::Throwable)?
+        };
+        Ok(Parts {
+            analysis,
+            leaf,
+            prologue,
+            rethrow,
+            ret,
+            exit_block,
+            allocated,
+            super_call,
+            constructed,
+            throwable,
+        })
+    }
+
+    /// What goes right after instruction `i`: the allocation's report, or `this`'s.
+    fn suffix_of(&self, i: &Insn, weave: Weave) -> &[u8] {
+        if self.super_call == Some(i.pc) {
+            &self.constructed
+        } else if weave.alloc && self.analysis.allocations.binary_search(&i.pc).is_ok() {
+            &self.allocated
+        } else {
+            &[]
+        }
+    }
+}
+
+/// The wrapped calls of intrinsic candidates (`sites`: the callee's key by constant-pool
+/// index, or u32::MAX): (pc, what goes before, what goes after), in code order.
+fn wrapped_calls(
+    pool: &mut ConstantPool,
+    refs: &mut Refs,
+    code: &Code,
+    insns: &[Insn],
+    sites: &[u32],
+    calls: &mut Vec<(usize, Snippet, Snippet)>,
+) -> Result<()> {
+    calls.clear();
+    for i in insns.iter().filter(|i| code::is_invoke(i.op)) {
+        let at = u16::from_be_bytes([code.code[i.pc + 1], code.code[i.pc + 2]]);
+        if let Some(&key) = sites.get(usize::from(at)).filter(|&&k| k != u32::MAX) {
+            let push = key_push(pool, key)?;
+            calls.push((
+                i.pc,
+                Snippet::of(&[&push, &refs.call(pool, Ref::Call)?]),
+                Snippet::of(&[&push, &refs.call(pool, Ref::Called)?]),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where the blocks after the moved body begin.
+struct Blocks {
+    /// The end of the moved body: where the exit block begins.
+    end: usize,
+    catch_all: usize,
+    /// A constructor's second handler, for the code before super()/this().
+    catch_before_super: usize,
+    /// Where the dead padding begins, if any.
+    padding: Option<usize>,
+}
+
 fn rewrite(
     pool: &mut ConstantPool,
     m: &MethodInfo<'_>,
@@ -895,93 +1058,8 @@ fn rewrite(
     {
         return err("uses jsr/ret subroutines");
     }
-    let analysis = if m.is_ctor || weave.alloc {
-        match analyze(&code, pool, insns, m.is_ctor, weave.alloc) {
-            Ok(a) => a,
-            Err(e) if m.is_ctor => return Err(e),
-            Err(_) => Analysis::default(),
-        }
-    } else {
-        Analysis::default()
-    };
-    if m.is_ctor && analysis.super_call.is_none() {
-        return err("constructor without a super() or this() call");
-    }
-    // A leaf records its exit with its entry: its returns stay, it gets no exit block and
-    // no handler. (With objects=on, an instance method's entry passes its receiver.)
-    let leaf = weave.leaves
-        && !refs.sync
-        && !m.is_ctor
-        && (m.is_static || !weave.objects)
-        && code::is_leaf(
-            &code,
-            pool,
-            insns,
-            &code::LeafScope {
-                this: m.class,
-                is_static: m.is_static,
-                fields: m.fields,
-            },
-        );
-    let push = key_push(pool, m.key)?;
-    let prologue = refs.gated_entry(pool, &push, weave, m, leaf)?;
-    let rethrow = if leaf {
-        Snippet::of(&[])
-    } else {
-        refs.gated_exit(pool, &push, code::ATHROW)?
-    };
-    let ret = insns
-        .iter()
-        .find(|i| code::is_return(i.op))
-        .map(|i| i.op)
-        .filter(|_| !leaf);
-    if ret.is_some() {
-        // Every return jumps to one exit block, whose frame holds only the value returned.
-        depths.clear();
-        for a in &code.attributes {
-            if pool.utf8(a.name)? == b"StackMapTable" {
-                stackmap::stack_depths(&a.data, depths)?;
-            }
-        }
-        let clean = code::returns_leave_only_their_value(&code, pool, insns, depths);
-        if clean == Ok(false) {
-            return err("a return leaves more than its value on the operand stack");
-        }
-    }
-    let exit_block = match ret {
-        Some(ret) => refs.gated_exit(pool, &push, ret)?,
-        None => Snippet::of(&[]),
-    };
-    let allocated = if weave.alloc && !analysis.allocations.is_empty() {
-        Snippet::of(&[&[code::DUP], &refs.call(pool, Ref::Allocated)?])
-    } else {
-        Snippet::of(&[])
-    };
-    // objects=on: `this` is reported right after super()/this() initialized it.
-    let super_call = analysis.super_call.filter(|_| m.is_ctor && weave.objects);
-    let constructed = if super_call.is_some() {
-        Snippet::of(&[&[code::ALOAD_0], &push, &refs.call(pool, Ref::Constructed)?])
-    } else {
-        Snippet::of(&[])
-    };
-    let throwable = if leaf {
-        0
-    } else {
-        refs.get(pool, Ref::Throwable)?
-    };
-    // The wrapped calls: (pc, what goes before, what goes after), in code order.
-    calls.clear();
-    for i in insns.iter().filter(|i| code::is_invoke(i.op)) {
-        let at = u16::from_be_bytes([code.code[i.pc + 1], code.code[i.pc + 2]]);
-        if let Some(&key) = sites.get(usize::from(at)).filter(|&&k| k != u32::MAX) {
-            let push = key_push(pool, key)?;
-            calls.push((
-                i.pc,
-                Snippet::of(&[&push, &refs.call(pool, Ref::Call)?]),
-                Snippet::of(&[&push, &refs.call(pool, Ref::Called)?]),
-            ));
-        }
-    }
+    let parts = Parts::make(pool, m, &code, insns, depths, refs, weave)?;
+    wrapped_calls(pool, refs, &code, insns, sites, calls)?;
     let call_at = |i: &Insn| -> Option<&(usize, Snippet, Snippet)> {
         if calls.is_empty() || !code::is_invoke(i.op) {
             return None;
@@ -991,26 +1069,18 @@ fn rewrite(
             .ok()
             .map(|k| &calls[k])
     };
-    let suffix_of = |i: &Insn| -> &[u8] {
-        if super_call == Some(i.pc) {
-            &constructed
-        } else if weave.alloc && analysis.allocations.binary_search(&i.pc).is_ok() {
-            &allocated
-        } else {
-            &[]
-        }
-    };
     // Each return becomes a goto to the exit block after the body: a goto_w once the body
     // outgrows a 16-bit offset. A leaf's stay.
-    let mut goto_len = if leaf { 1 } else { 3 };
+    let mut goto_len = if parts.leaf { 1 } else { 3 };
     let around = |i: &Insn| match call_at(i) {
-        Some((_, before, after)) => (before.len(), after.len() + suffix_of(i).len()),
-        None => (0, suffix_of(i).len()),
+        Some((_, before, after)) => (before.len(), after.len() + parts.suffix_of(i, weave).len()),
+        None => (0, parts.suffix_of(i, weave).len()),
     };
-    let mut end = layout(insns, places, prologue.len(), goto_len, around);
-    if ret.is_some() && end > 0x7FFF {
+    let prologue_len = parts.prologue.len();
+    let mut end = layout(insns, places, prologue_len, goto_len, around);
+    if parts.ret.is_some() && end > 0x7FFF {
         goto_len = 5;
-        end = layout(insns, places, prologue.len(), goto_len, around);
+        end = layout(insns, places, prologue_len, goto_len, around);
     }
     index.clear();
     index.resize(code.code.len() + 1, u32::MAX);
@@ -1030,14 +1100,14 @@ fn rewrite(
 
     // The body, the exit block, two handlers and the padding.
     out.clear();
-    out.reserve(end + exit_block.len() + 2 * rethrow.len() + INLINE_LIMIT + 16);
-    out.extend_from_slice(&prologue);
+    out.reserve(end + parts.exit_block.len() + 2 * parts.rethrow.len() + INLINE_LIMIT + 16);
+    out.extend_from_slice(&parts.prologue);
     for (i, place) in insns.iter().zip(places.iter()) {
         let call = call_at(i);
         if let Some((_, before, _)) = call {
             out.extend_from_slice(before);
         }
-        if code::is_return(i.op) && leaf {
+        if code::is_return(i.op) && parts.leaf {
             out.push(i.op);
         } else if code::is_return(i.op) {
             goto(out, end - place.at, goto_len);
@@ -1047,15 +1117,15 @@ fn rewrite(
         if let Some((_, _, after)) = call {
             out.extend_from_slice(after);
         }
-        out.extend_from_slice(suffix_of(i));
+        out.extend_from_slice(parts.suffix_of(i, weave));
     }
     debug_assert_eq!(out.len(), end);
-    out.extend_from_slice(&exit_block);
+    out.extend_from_slice(&parts.exit_block);
     let catch_all = out.len();
-    out.extend_from_slice(&rethrow);
+    out.extend_from_slice(&parts.rethrow);
     let catch_before_super = out.len();
     if m.is_ctor {
-        out.extend_from_slice(&rethrow);
+        out.extend_from_slice(&parts.rethrow);
     }
     if out.len() > 0xFFFF {
         return err("would outgrow the 64 KiB code limit");
@@ -1065,7 +1135,43 @@ fn rewrite(
     } else {
         pad_past_inlining(out)
     };
+    let blocks = Blocks {
+        end,
+        catch_all,
+        catch_before_super,
+        padding,
+    };
+    let super_at = |pc: usize| places[index[pc] as usize];
+    let thrown = [VType::Object(parts.throwable)];
+    let returned = match parts.ret {
+        Some(ret) => return_type(pool, refs, m.descriptor, ret)?,
+        None => None,
+    };
+    let after = [thrown.as_slice(), returned.as_slice()];
+    let (handlers, frames) = handlers_and_frames(m, &code, &parts, &blocks, &map, super_at, after)?;
+    let body = (out.as_slice(), prologue_len);
+    let data = code_attribute(pool, refs, m, &code, body, &handlers, &frames, &map)?;
+    Ok(Rewritten {
+        data,
+        padded: padding.is_some(),
+        wrapped: calls.len() as u32,
+        leaf: parts.leaf,
+    })
+}
 
+/// The exception table (the original handlers moved, the catch-alls added) and the frames of
+/// the blocks after the body: each block has two, at its start and at its return or athrow,
+/// where its gate's branch lands; locals are dropped (no instruction there reads one), the
+/// stack holds what is thrown or returned (`after`: those two).
+fn handlers_and_frames<'t>(
+    m: &MethodInfo<'_>,
+    code: &Code,
+    parts: &Parts,
+    b: &Blocks,
+    map: &OffsetMap,
+    super_at: impl Fn(usize) -> Place,
+    [thrown, returned]: [&'t [VType]; 2],
+) -> Result<(Vec<Handler>, Vec<Frame<'t>>)> {
     let mut handlers = Vec::with_capacity(code.handlers.len() + 2);
     for h in &code.handlers {
         handlers.push(Handler {
@@ -1075,83 +1181,90 @@ fn rewrite(
             catch_type: h.catch_type,
         });
     }
-    let begin = prologue.len();
-    let thrown = [VType::Object(throwable)];
-    let returned = match ret {
-        Some(ret) => return_type(pool, refs, m.descriptor, ret)?,
-        None => None,
-    };
-    let returned = returned.as_slice();
-    // Each block after the body has two frames: at its start, and at its return or athrow,
-    // where its gate's branch lands. Locals are dropped: no instruction there reads one.
-    let mut catch_frames = Vec::with_capacity(7);
+    let begin = parts.prologue.len();
+    let mut frames = Vec::with_capacity(7);
     let mut block = |start: usize, len: usize, locals, stack| {
         for offset in [start, start + len - 1] {
-            catch_frames.push(Frame {
+            frames.push(Frame {
                 offset,
                 locals,
                 stack,
             });
         }
     };
-    if ret.is_some() {
-        block(end, exit_block.len(), &[], returned);
+    if parts.ret.is_some() {
+        block(b.end, parts.exit_block.len(), &[], returned);
     }
-    if !leaf {
-        block(catch_all, rethrow.len(), &[], &thrown);
+    if !parts.leaf {
+        block(b.catch_all, parts.rethrow.len(), &[], thrown);
     }
-    match analysis.super_call.filter(|_| m.is_ctor) {
+    match parts.analysis.super_call.filter(|_| m.is_ctor) {
         Some(pc) => {
             // The super()/this() call itself stays uncovered: HotSpot checks a handler that
             // covers it against the frame after the call (this initialized) with the
             // uninitialized flag still set, which no frame can satisfy. An exception from it
             // leaves without an exit record; the writer unwinds such frames by key.
-            let call = places[index[pc] as usize];
+            let call = super_at(pc);
             let after_super = call.at + call.len;
             if begin < call.at {
                 handlers.push(Handler {
                     start: begin as u16,
                     end: call.at as u16,
-                    handler: catch_before_super as u16,
+                    handler: b.catch_before_super as u16,
                     catch_type: 0,
                 });
             }
-            if after_super < end {
+            if after_super < b.end {
                 handlers.push(Handler {
                     start: after_super as u16,
-                    end: end as u16,
-                    handler: catch_all as u16,
+                    end: b.end as u16,
+                    handler: b.catch_all as u16,
                     catch_type: 0,
                 });
             }
             block(
-                catch_before_super,
-                rethrow.len(),
+                b.catch_before_super,
+                parts.rethrow.len(),
                 &[VType::UninitializedThis],
-                &thrown,
+                thrown,
             );
         }
-        None if leaf => {}
+        None if parts.leaf => {}
         None => handlers.push(Handler {
             start: begin as u16,
-            end: end as u16,
-            handler: catch_all as u16,
+            end: b.end as u16,
+            handler: b.catch_all as u16,
             catch_type: 0,
         }),
     }
-    if let Some(offset) = padding {
-        catch_frames.push(Frame {
+    if let Some(offset) = b.padding {
+        frames.push(Frame {
             offset,
             locals: &[],
             stack: &[],
         });
     }
+    Ok((handlers, frames))
+}
 
-    // The new Code attribute, written once: header, code, exception table, tables.
+/// The new Code attribute, written once: header, code `out` (its body from `begin`, after the
+/// prologue), exception table, the tables whose offsets move (the stack map with `frames`
+/// added after the body).
+#[allow(clippy::too_many_arguments)]
+fn code_attribute(
+    pool: &mut ConstantPool,
+    refs: &mut Refs,
+    m: &MethodInfo<'_>,
+    code: &Code,
+    (out, begin): (&[u8], usize),
+    handlers: &[Handler],
+    frames: &[Frame<'_>],
+    map: &OffsetMap,
+) -> Result<Vec<u8>> {
     let tables: usize = code.attributes.iter().map(|a| 6 + a.data.len()).sum();
     let mut new = Vec::with_capacity(16 + out.len() + 8 * handlers.len() + tables + 64);
     let max_stack = code.max_stack.saturating_add(2).max(2);
-    write_code_start(&mut new, max_stack, code.max_locals, out, &handlers);
+    write_code_start(&mut new, max_stack, code.max_locals, out, handlers);
     let count_at = new.len();
     put_u2(&mut new, 0);
     let mut count = 0u16;
@@ -1166,11 +1279,11 @@ fn rewrite(
         };
         let length_at = attribute_header(&mut new, a.name);
         match table {
-            Table::Lines => line_numbers(&mut new, &a.data, &map)?,
-            Table::Locals => local_variables(&mut new, &a.data, &map)?,
+            Table::Lines => line_numbers(&mut new, &a.data, map)?,
+            Table::Locals => local_variables(&mut new, &a.data, map)?,
             Table::StackMap => {
                 had_stack_map = true;
-                stackmap::remap(&mut new, &a.data, &map, Some(begin), &catch_frames)?;
+                stackmap::remap(&mut new, &a.data, map, Some(begin), frames)?;
             }
         }
         end_attribute(&mut new, length_at);
@@ -1178,17 +1291,12 @@ fn rewrite(
     }
     if !had_stack_map && m.stack_maps {
         let length_at = attribute_header(&mut new, refs.get(pool, Ref::StackMapTable)?);
-        stackmap::encode_after_prologue(&mut new, begin, &catch_frames)?;
+        stackmap::encode_after_prologue(&mut new, begin, frames)?;
         end_attribute(&mut new, length_at);
         count += 1;
     }
     new[count_at..count_at + 2].copy_from_slice(&count.to_be_bytes());
-    Ok(Rewritten {
-        data: new,
-        padded: padding.is_some(),
-        wrapped: calls.len() as u32,
-        leaf,
-    })
+    Ok(new)
 }
 
 /// An attribute's name and a length to be filled in by [`end_attribute`]; returns where the

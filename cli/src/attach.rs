@@ -30,16 +30,6 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the load may take: under capture=bci it retransforms every loaded class.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
-pub const USAGE: &str = "\
-usage: jlive attach PID [AGENT OPTIONS]
-  loads libjlive.so into the running HotSpot JVM PID (JDK 11 or newer) through the JVM's
-  attach mechanism, as the JVM's user; no JDK tool needed. Agent options as for jlive run
-  (key=value or --key value); attached, start=paused is their default: bursts then come
-  from jlive ctl --pid PID start/stop. A running JVM gives method entry and exit events
-  only to agents loaded at start-up, so capture=events is refused.
-  Attaching again to a JVM that has jlive says so and changes nothing.
-";
-
 /// What /proc says of the target.
 struct Target {
     pid: u32,
@@ -342,14 +332,8 @@ fn parse_answer(answer: &str) -> Result<i32, String> {
     })
 }
 
-/// `jlive attach PID [AGENT OPTIONS]`.
-pub fn attach(args: &[String]) -> Result<u8, String> {
-    let Some((pid, words)) = args.split_first() else {
-        return Err(format!("expected a pid\n\n{}", USAGE));
-    };
-    let pid: u32 = pid
-        .parse()
-        .map_err(|_| format!("not a pid: {}\n\n{}", pid, USAGE))?;
+/// `jlive attach PID [AGENT OPTIONS]` (its help is in args.rs).
+pub fn attach(pid: u32, words: &[String]) -> Result<u8, String> {
     let options = agent_options(words)?;
     let library = agent_library()?;
     let t = Target::of(pid)?;

@@ -1,5 +1,6 @@
 //! `jlive ctl` and `jlive list`: talk to running JVMs through their control sockets.
 
+use crate::args::CtlArgs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -91,40 +92,18 @@ fn exchange(target: &Target, line: &str) -> Result<String, String> {
 }
 
 /// `jlive ctl [--pid PID | --socket PATH | --tcp HOST:PORT [--token T]] COMMAND [ARGS...]`
-pub fn ctl(args: &[String]) -> Result<u8, String> {
-    let mut target = None;
-    let mut token = None;
-    let mut rest = args;
-    while let Some((flag, tail)) = rest.split_first() {
-        let value = || {
-            tail.first()
-                .cloned()
-                .ok_or_else(|| format!("{} needs a value", flag))
-        };
-        match flag.as_str() {
-            "--pid" => {
-                let pid = value()?;
-                target = Some(Target::Unix(socket_dir().join(format!("{}.sock", pid))));
-            }
-            "--socket" => target = Some(Target::Unix(PathBuf::from(value()?))),
-            "--tcp" => target = Some(Target::Tcp(value()?, None)),
-            "--token" => token = Some(value()?),
-            _ => break,
-        }
-        rest = &tail[1..];
-    }
-    if rest.is_empty() {
-        return Err(
-            "ctl needs a command: start [label] | stop | mark TEXT | status | roll | flush | heap FILE | help"
-                .into(),
-        );
-    }
-    let target = match target {
-        Some(Target::Tcp(addr, _)) => Target::Tcp(addr, token),
-        Some(t) => t,
-        None => the_only_jvm()?,
+/// (clap lets one of --pid, --socket and --tcp through, --token with --tcp only).
+pub fn ctl(args: &CtlArgs) -> Result<u8, String> {
+    let target = if let Some(pid) = args.pid {
+        Target::Unix(socket_dir().join(format!("{}.sock", pid)))
+    } else if let Some(path) = &args.socket {
+        Target::Unix(PathBuf::from(path))
+    } else if let Some(addr) = &args.tcp {
+        Target::Tcp(addr.clone(), args.token.clone())
+    } else {
+        the_only_jvm()?
     };
-    let mut words = rest.to_vec();
+    let mut words = args.command.clone();
     if let [command, path] = words.as_mut_slice() {
         // The JVM writes the file: a relative path is this command's, not the JVM's.
         if command == "heap" && Path::new(path.as_str()).is_relative() {

@@ -77,14 +77,12 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
     }
 }
 
-/// `jlive run [OPTIONS] -- java ARGS...`: exits with java's exit code.
-pub fn run(args: &[String]) -> Result<u8, String> {
-    let split = args
-        .iter()
-        .position(|a| a == "--")
-        .ok_or("expected `--` before the java command")?;
-    let (options, command) = (&args[..split], &args[split + 1..]);
-    let (program, java_args) = command.split_first().ok_or("no java command after `--`")?;
+/// `jlive run [OPTIONS] -- java ARGS...`: exits with java's exit code. `options` are the words
+/// before `--`, `command` those after it (none when the `--` is missing).
+pub fn run(options: &[String], command: &[String]) -> Result<u8, String> {
+    let (program, java_args) = command.split_first().ok_or(
+        "no java command: give it after `--` (jlive run [AGENT OPTIONS] -- java [JAVA ARGS...])",
+    )?;
     let lib = agent_library()?;
     let options = agent_options(options)?;
     let agent = if options.is_empty() {

@@ -288,9 +288,43 @@ fn every_command_answers_help_with_the_usage() {
     assert!(usage.status.success());
     let usage = String::from_utf8_lossy(&usage.stdout).to_string();
     assert!(usage.starts_with("jlive — "), "{}", usage);
+    // `jlive --help` and `jlive -h` are `jlive help`; `jlive` alone prints it on stderr and
+    // exits 2, as a command line jlive does not understand.
+    for flag in ["--help", "-h"] {
+        let out = jlive(&[flag], &dir);
+        assert!(out.status.success(), "jlive {}: {}", flag, text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            usage,
+            "jlive {}",
+            flag
+        );
+    }
+    let bare = jlive(&[], &dir);
+    assert_eq!(bare.status.code(), Some(2), "{}", text(&bare));
+    assert!(String::from_utf8_lossy(&bare.stderr).starts_with("jlive — "));
     for command in [
-        "run", "demo", "dump", "check", "stats", "convert", "ctl", "list",
+        "run",
+        "demo",
+        "dump",
+        "check",
+        "stats",
+        "tree",
+        "export",
+        "convert",
+        "attach",
+        "ctl",
+        "list",
+        "completions",
     ] {
+        // Each command its own line (or lines) of the usage, at the same indentation: its
+        // synopsis, which its own help (clap's) shows as its usage.
+        let synopsis = usage
+            .lines()
+            .find(|l| l.strip_prefix("  jlive ").and_then(|l| l.split(' ').next()) == Some(command))
+            .unwrap_or_else(|| panic!("{} in {}", command, usage))
+            .trim()
+            .to_string();
         for flag in ["--help", "-h"] {
             let out = jlive(&[command, flag], &dir);
             assert!(
@@ -300,22 +334,65 @@ fn every_command_answers_help_with_the_usage() {
                 flag,
                 text(&out)
             );
-            assert_eq!(
-                String::from_utf8_lossy(&out.stdout),
-                usage,
-                "jlive {} {}",
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(&synopsis),
+                "jlive {} {}: {}",
                 command,
-                flag
+                flag,
+                text(&out)
             );
         }
-        // Each command its own line (or lines) of the usage, at the same indentation.
+        let out = jlive(&["help", command], &dir);
         assert!(
-            usage.contains(&format!("\n  jlive {}", command)),
-            "{} in {}",
+            out.status.success(),
+            "jlive help {}: {}",
             command,
-            usage
+            text(&out)
         );
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&synopsis));
     }
     // `--help` names no file: no demo trace or JVM was made.
     assert!(!dir.join("jlive-demo.trc").exists());
+}
+
+#[test]
+fn usage_errors_exit_2_naming_what_is_wrong() {
+    let dir = scratch("usage");
+    let cases: [(&[&str], &str); 8] = [
+        (&["frob"], "'frob'"),
+        (&["stats", "--top", "many", "t.trc"], "--top"),
+        (&["tree", "--min", "101", "t.trc"], "0 to 100"),
+        (&["export", "t.trc", "--to", "png"], "png"),
+        (&["convert", "--to", "json", "a.trc", "b"], "json"),
+        (&["attach", "not-a-pid"], "not-a-pid"),
+        (&["ctl", "--pid", "1"], "COMMAND"),
+        (&["run", "--file", "a.trc", "java", "-version"], "--"),
+    ];
+    for (args, named) in cases {
+        let out = jlive(args, &dir);
+        assert_eq!(out.status.code(), Some(2), "{:?}: {}", args, text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(named),
+            "{:?}: {}",
+            args,
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn completions_are_written_for_each_shell() {
+    let dir = scratch("completions");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = jlive(&["completions", shell], &dir);
+        assert!(out.status.success(), "{}: {}", shell, text(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            // fish names a long option without its dashes (-l top)
+            script.contains("jlive") && script.contains("convert") && script.contains("top"),
+            "{}: {}",
+            shell,
+            script
+        );
+    }
 }

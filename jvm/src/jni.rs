@@ -90,21 +90,17 @@ impl<'cb> Jni<'cb> {
     }
 
     /// Binds native methods: (name, signature, function) each.
-    pub fn register_natives(
-        &self,
-        class: jclass,
-        methods: &[(&CStr, &CStr, *mut std::ffi::c_void)],
-    ) -> bool {
+    pub fn register_natives(&self, class: jclass, methods: &[NativeMethod]) -> bool {
         let table: Vec<JNINativeMethod> = methods
             .iter()
-            .map(|(name, sig, f)| JNINativeMethod {
-                name: name.as_ptr() as *mut _,
-                signature: sig.as_ptr() as *mut _,
-                fnPtr: *f,
+            .map(|m| JNINativeMethod {
+                name: m.name.as_ptr() as *mut _,
+                signature: m.signature.as_ptr() as *mut _,
+                fnPtr: m.function,
             })
             .collect();
         // SAFETY: the table holds NUL-terminated names and signatures that outlive the call
-        // and functions whose C signatures match them (checked by the caller's signatures).
+        // and functions whose C signatures match them (`NativeMethod::new`'s contract).
         let rc = unsafe {
             (**self.env).RegisterNatives.map_or(-1, |f| {
                 f(self.env, class, table.as_ptr(), table.len() as jint)
@@ -794,6 +790,38 @@ impl<'cb> Jni<'cb> {
         let rc = unsafe { ((**self.env).PushLocalFrame?)(self.env, capacity) };
         self.clear_exception();
         (rc == 0).then_some(LocalFrame { jni: *self })
+    }
+}
+
+/// A native method to register ([`Jni::register_natives`]): its name, JVM descriptor and
+/// function.
+#[derive(Clone, Copy, Debug)]
+pub struct NativeMethod {
+    name: &'static CStr,
+    signature: &'static CStr,
+    function: *mut std::ffi::c_void,
+}
+
+// SAFETY: a function's address and two static strings, none of them ever written.
+unsafe impl Send for NativeMethod {}
+// SAFETY: as above.
+unsafe impl Sync for NativeMethod {}
+
+impl NativeMethod {
+    /// # Safety
+    /// `function` is an `extern "system"` function whose parameters are a `*mut JNIEnv`, the
+    /// class (a static native) or object, and the arguments `signature` describes, in that
+    /// order, and whose result is the one it describes.
+    pub const unsafe fn new(
+        name: &'static CStr,
+        signature: &'static CStr,
+        function: *mut std::ffi::c_void,
+    ) -> NativeMethod {
+        NativeMethod {
+            name,
+            signature,
+            function,
+        }
     }
 }
 

@@ -218,6 +218,46 @@ fn empty_dl_info() -> libc::Dl_info {
     }
 }
 
+/// The TSC (x86-64; None elsewhere). Whether it is a usable clock is the caller's to know.
+#[inline(always)]
+pub fn rdtsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86-64; it only reads a counter.
+        return Some(unsafe { core::arch::x86_64::_rdtsc() });
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+/// STORE CLOCK FAST, on s390x (None elsewhere).
+#[inline(always)]
+pub fn stckf() -> Option<u64> {
+    #[cfg(target_arch = "s390x")]
+    {
+        let mut clock: u64 = 0;
+        // SAFETY: STCKF stores the TOD clock into the 8 bytes at the address given, which is
+        // `clock`, live and aligned for the instruction; it touches nothing else.
+        unsafe {
+            core::arch::asm!("stckf 0({0})", in(reg_addr) &mut clock, options(nostack));
+        }
+        return Some(clock);
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::{in_static_tls, locate_library};

@@ -5,10 +5,11 @@
 //! cargo run --release -p jlive-writer --example throughput [RECORDS] [FILE] [FORMAT]
 //! (FORMAT as in format=: binary, tptp or tptp-xml; default binary)
 
-use jlive_writer::format::{with_sink, Format, FormatOptions, OpenSink, WithSink};
+use jlive_writer::format::Format;
 use jlive_writer::model::{MethodDef, TraceInfo};
 use jlive_writer::record::*;
 use jlive_writer::resolve::{Resolver, ResolverConfig};
+use jlive_writer::sinks::{with_sink, FormatOptions, OpenSink, WithSink};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -66,7 +67,7 @@ struct Writer {
 }
 
 impl WithSink for Writer {
-    type Output = std::thread::JoinHandle<jlive_writer::writer::Summary>;
+    type Output = std::thread::JoinHandle<jlive_writer::record::Summary>;
     fn call<S: OpenSink>(self) -> Self::Output {
         let info = TraceInfo {
             ticks_per_microsecond: 1000,
@@ -141,6 +142,7 @@ fn main() {
                 thread,
                 overhead: 20,
                 slots,
+                payloads: Vec::new(),
             };
             tx.send(Message::Batch(records)).unwrap();
         }

@@ -20,7 +20,10 @@
 //! [`check`] verifies one, [`stats`] summarises one, [`tree`] makes its calling-context trees,
 //! [`export`] writes it for today's viewers.
 
+pub mod calltree;
 pub mod check;
+pub mod checker;
+pub mod codec;
 pub mod direct;
 pub mod export;
 pub mod file;
@@ -36,6 +39,7 @@ pub mod read;
 pub mod record;
 pub mod record_tree;
 pub mod resolve;
+pub mod sinks;
 pub mod stats;
 pub mod stck;
 pub mod sys;

@@ -18,8 +18,12 @@ pub type ThreadId = u32;
 pub type ClassId = u32;
 pub type ObjectId = u32;
 
-/// The receiver of a static method.
-pub const NO_OBJECT: ObjectId = 0xFFFF_FFFF;
+pub use crate::record::{
+    access, FieldDef, Line, MethodDef, RootKind, SyncKind, Value, ValuesKind, NO_OBJECT,
+};
+
+/// How the user event that marks dropped records begins (`jlive stats` counts them).
+pub const LOST_PREFIX: &str = "jlive: overflow=drop: ";
 
 /// A method: its class and its index in that class's method list.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,46 +59,6 @@ impl TraceInfo {
         let ns = i128::from(self.origin_ns) + delta * 1000 / rate as i128;
         ns.clamp(0, i128::from(u64::MAX)) as u64
     }
-}
-
-/// JVM access flags the formats look at.
-pub mod access {
-    pub const STATIC: u16 = 0x0008;
-    pub const SYNCHRONIZED: u16 = 0x0020;
-    pub const NATIVE: u16 = 0x0100;
-    pub const ABSTRACT: u16 = 0x0400;
-}
-
-/// A line-number table entry: the line of the code from bytecode index `start` on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Line {
-    pub start: u32,
-    pub line: u32,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MethodDef {
-    pub name: String,
-    pub signature: String,
-    /// JVM access flags (`ACC_STATIC` 0x0008, `ACC_NATIVE` 0x0100, ...).
-    pub access: u16,
-    /// Empty when the format or the JVM gave none.
-    pub lines: Vec<Line>,
-}
-
-impl MethodDef {
-    /// The first and last source lines of the method (0, 0 without a line table).
-    pub fn line_range(&self) -> (u32, u32) {
-        let lines = self.lines.iter().map(|l| l.line);
-        (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0))
-    }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FieldDef {
-    pub name: String,
-    pub signature: String,
-    pub access: u16,
 }
 
 /// A class, as a trace defines it.
@@ -141,6 +105,23 @@ impl Element {
         match self {
             Element::Primitive(d) => Some(d),
             Element::Class(_) => None,
+        }
+    }
+
+    /// JVMPI's `is_array` value of OBJECT_ALLOC for an array of these (JinsightLive's
+    /// ARRAY_CREATED.isArray, TPTP's `isArray`).
+    pub fn jvmpi_is_array(self) -> u8 {
+        match self.descriptor() {
+            None => 2, // JVMPI_CLASS: an array of objects
+            Some(b'Z') => 4,
+            Some(b'C') => 5,
+            Some(b'F') => 6,
+            Some(b'D') => 7,
+            Some(b'B') => 8,
+            Some(b'S') => 9,
+            Some(b'I') => 10,
+            Some(b'J') => 11,
+            Some(_) => 0,
         }
     }
 }
@@ -206,80 +187,6 @@ pub struct Context {
     pub max_ticks: u64,
 }
 
-/// What a concurrency event is (`monitors=on`; ORCA's events, by their ORCA names).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SyncKind {
-    /// Object.wait entered (any form; the wait inside Thread.join is not one).
-    #[default]
-    Wait,
-    Waited,
-    Notify,
-    NotifyAll,
-    /// Thread.start of the thread whose hash is the event's object.
-    Start,
-    /// Thread.join of the thread whose hash is the event's object, entered and left.
-    Join,
-    Joined,
-    Sleep,
-    Slept,
-    /// A monitor held by another thread (its owner), entered only after waiting.
-    ContendedEnter,
-    ContendedEntered,
-}
-
-impl SyncKind {
-    pub const ALL: [SyncKind; 11] = [
-        SyncKind::Wait,
-        SyncKind::Waited,
-        SyncKind::Notify,
-        SyncKind::NotifyAll,
-        SyncKind::Start,
-        SyncKind::Join,
-        SyncKind::Joined,
-        SyncKind::Sleep,
-        SyncKind::Slept,
-        SyncKind::ContendedEnter,
-        SyncKind::ContendedEntered,
-    ];
-
-    /// ORCA's name of the event.
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncKind::Wait => "ObjectWait",
-            SyncKind::Waited => "ObjectWaited",
-            SyncKind::Notify => "ObjectNotify",
-            SyncKind::NotifyAll => "ObjectNotifyAll",
-            SyncKind::Start => "ThreadStart",
-            SyncKind::Join => "ThreadJoin",
-            SyncKind::Joined => "ThreadJoined",
-            SyncKind::Sleep => "ThreadSleep",
-            SyncKind::Slept => "ThreadSlept",
-            SyncKind::ContendedEnter => "MonitorContendedEnter",
-            SyncKind::ContendedEntered => "MonitorContendedEntered",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<SyncKind> {
-        SyncKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// The event that ends the span this one begins (a wait's waited...), if it begins one.
-    pub fn end(self) -> Option<SyncKind> {
-        match self {
-            SyncKind::Wait => Some(SyncKind::Waited),
-            SyncKind::Join => Some(SyncKind::Joined),
-            SyncKind::Sleep => Some(SyncKind::Slept),
-            SyncKind::ContendedEnter => Some(SyncKind::ContendedEntered),
-            _ => None,
-        }
-    }
-
-    /// Whether the event names an object or thread (a sleep names none).
-    pub fn has_object(self) -> bool {
-        !matches!(self, SyncKind::Sleep | SyncKind::Slept)
-    }
-}
-
 /// A frame of a stack: its method, bytecode index (-1 in a native method, or where the format
 /// keeps lines only) and source line (0 where unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,18 +194,6 @@ pub struct Frame {
     pub method: MethodId,
     pub location: i64,
     pub line: u32,
-}
-
-impl MethodDef {
-    /// The source line of bytecode index `location` (0 without a line table).
-    pub fn line_at(&self, location: i64) -> u32 {
-        let at = u32::try_from(location).ok();
-        self.lines
-            .iter()
-            .filter(|l| at.is_some_and(|a| l.start <= a))
-            .max_by_key(|l| l.start)
-            .map_or(0, |l| l.line)
-    }
 }
 
 /// A concurrency event of a thread, with the thread's stack when it happened.
@@ -421,27 +316,6 @@ pub enum Event {
     },
 }
 
-/// A Java value, as the visualizer's value filters show them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Value {
-    Byte(i8),
-    Char(u16),
-    Short(i16),
-    Int(i32),
-    Long(i64),
-    /// The float's bits.
-    Float(u32),
-    /// The double's bits.
-    Double(u64),
-    Boolean(bool),
-    /// An object the trace has defined, or [`NO_OBJECT`] for null.
-    Object(ObjectId),
-    /// An object the trace does not name (a class object, or one from before a roll).
-    Unknown,
-    /// A string, by its text.
-    Text(String),
-}
-
 /// A method's arguments or its return value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Values {
@@ -452,54 +326,6 @@ pub struct Values {
     pub object: ObjectId,
     pub kind: ValuesKind,
     pub values: Vec<Value>,
-}
-
-/// Which values of a call: written right after its entry (arguments, fields at entry) or right
-/// before its leave (return value, fields at exit).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ValuesKind {
-    /// The arguments, in order.
-    #[default]
-    Arguments,
-    /// The return value (one).
-    Return,
-    /// The receiver's instance fields (its class's first, then each superclass's, in
-    /// class-file order), or a static method's class's static fields.
-    FieldsAtEnter,
-    FieldsAtExit,
-}
-
-impl ValuesKind {
-    /// Whether the values go right before the call's leave.
-    pub fn at_exit(self) -> bool {
-        matches!(self, ValuesKind::Return | ValuesKind::FieldsAtExit)
-    }
-}
-
-/// Why the JVM holds an object live by itself (JVMTI's root kinds, JinsightLive's GC roots).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RootKind {
-    JniGlobal,
-    /// A class the JVM keeps loaded (a system class).
-    StickyClass,
-    Monitor,
-    /// A local variable of a Java frame.
-    JavaStack,
-    JniLocal,
-    /// A live thread's own object.
-    Thread,
-    NativeStack,
-    Unknown,
-}
-
-impl RootKind {
-    /// Whether the JinsightLive event of the kind names the thread.
-    pub fn has_thread(self) -> bool {
-        matches!(
-            self,
-            RootKind::JavaStack | RootKind::JniLocal | RootKind::Thread | RootKind::NativeStack
-        )
-    }
 }
 
 /// What a heap dump says, part by part.

@@ -3,83 +3,14 @@
 //! `stats`, `convert` and the tests read every format through it; [`Trace`] holds a whole
 //! decoded trace with its names indexed.
 
+use crate::codec::read_up_to;
+pub use crate::codec::{DecodeError, EventReader};
 pub use crate::format::Format;
 use crate::gzip::Whole;
 use crate::model::*;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::io::Read;
-
-/// Why a file could not be read, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
-    /// Byte offset of the event (or line) at fault.
-    pub offset: usize,
-    /// Its line, in a text format.
-    pub line: Option<usize>,
-    pub message: String,
-    /// The file ends inside the event at `offset` (a JVM killed while the writer wrote).
-    pub cut_short: bool,
-}
-
-impl DecodeError {
-    pub fn at(offset: usize, message: impl Into<String>) -> DecodeError {
-        DecodeError {
-            offset,
-            line: None,
-            message: message.into(),
-            cut_short: false,
-        }
-    }
-
-    /// An error at a position: a byte offset, or a line of a text format (`text`).
-    pub fn at_position(at: usize, text: bool, message: impl Into<String>) -> DecodeError {
-        DecodeError {
-            line: text.then_some(at),
-            ..DecodeError::at(at, message)
-        }
-    }
-
-    /// "offset N", or "line N" in a text format.
-    pub fn position(&self) -> String {
-        match self.line {
-            Some(line) => format!("line {}", line),
-            None => format!("offset {}", self.offset),
-        }
-    }
-}
-
-/// An [`Err`] at a position ([`DecodeError::at_position`]).
-pub fn fail<T>(at: usize, text: bool, message: impl Into<String>) -> Result<T, DecodeError> {
-    Err(DecodeError::at_position(at, text, message))
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.position(), self.message)
-    }
-}
-
-impl std::error::Error for DecodeError {}
-
-/// A trace file read one model event at a time.
-pub trait EventReader {
-    fn format(&self) -> Format;
-    /// What the file says about the run.
-    fn info(&self) -> &TraceInfo;
-    /// The next event with its position (a byte offset; a line number in a text format),
-    /// `Ok(None)` at the end of the file.
-    fn next_event(&mut self) -> Result<Option<(usize, Event)>, DecodeError>;
-    /// After the last event: whether the file was finished, as its format ends a file
-    /// (`jlive check` asks; a JVM killed while tracing leaves a file without its end).
-    fn end(&mut self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-    /// What the file's header says beyond [`EventReader::info`], for `jlive dump`.
-    fn header(&self) -> String {
-        String::new()
-    }
-}
 
 /// The format of a file, found by its first bytes, and the whole file to read on
 /// (decompressed, when it is gzip's: `compress=gzip`).
@@ -101,7 +32,7 @@ pub fn sniff<'a>(mut reader: impl Read + 'a) -> Result<(Format, impl Read + 'a),
             (got, "decompressed ", got)
         }
     };
-    let Some(format) = Format::detect(&prefix[..got]) else {
+    let Some(format) = detect(&prefix[..got]) else {
         if got == 0 {
             return Err(DecodeError::at(
                 0,
@@ -124,6 +55,21 @@ pub fn sniff<'a>(mut reader: impl Read + 'a) -> Result<(Format, impl Read + 'a),
     ))
 }
 
+/// The format of a file that starts with `prefix` (its first bytes, up to 8).
+fn detect(prefix: &[u8]) -> Option<Format> {
+    if prefix.first() == Some(&crate::jinsight::MAGIC) {
+        Some(Format::Jinsight)
+    } else if crate::tptp::binary::is_magic(prefix) {
+        Some(Format::Tptp)
+    } else if crate::tptp::xml::is_start(prefix) {
+        Some(Format::TptpXml)
+    } else if crate::orca::is_start(prefix) {
+        Some(Format::Orca)
+    } else {
+        None
+    }
+}
+
 /// Opens a trace of any format jlive writes, found by its first bytes.
 pub fn open<'a>(reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, DecodeError> {
     match sniff(reader)? {
@@ -132,20 +78,6 @@ pub fn open<'a>(reader: impl Read + 'a) -> Result<Box<dyn EventReader + 'a>, Dec
         (Format::TptpXml, whole) => Ok(Box::new(crate::tptp::xml::reader(whole)?)),
         (Format::Orca, whole) => Ok(Box::new(crate::orca::read::reader(whole)?)),
     }
-}
-
-/// Reads until `buf` is full or the reader ends; returns how much it read.
-pub(crate) fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match reader.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// A decoded trace with its names indexed.
@@ -464,13 +396,13 @@ pub fn each<E: From<DecodeError>>(
 
 /// Writes every event of `events` to `sink` and finishes it: `jlive convert`. The sink must
 /// have been opened with the reader's [`EventReader::info`]. Each event is checked first
-/// ([`crate::check::Checker`]): what the sink writes is a trace, or nothing. A file cut short
+/// ([`crate::checker::Checker`]): what the sink writes is a trace, or nothing. A file cut short
 /// is converted up to its last whole event, and a burst it leaves open is ended there.
 pub fn copy(
     events: &mut dyn EventReader,
     sink: &mut impl Sink,
 ) -> Result<Option<usize>, CopyError> {
-    let mut checker = crate::check::Checker::new(events.format());
+    let mut checker = crate::checker::Checker::new(events.format());
     let (mut last, mut burst) = (0, None);
     let limit = sink.max_classes();
     let cut_at = each(events, |at, e| {

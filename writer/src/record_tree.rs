@@ -17,8 +17,8 @@
 //! BurstEnd
 //! ```
 
+use crate::calltree::TreesByThread;
 use crate::model::{Context, Ending, Enter, Event, Leave, Sink, ThreadId};
-use crate::tree::TreesByThread;
 use std::io;
 
 /// Wraps a format's sink: method events become trees, written at each burst's end.
@@ -27,7 +27,7 @@ pub struct TreeSink<S> {
     trees: TreesByThread,
     /// The tree of the thread of the last method event, out of the map: records come in
     /// per-thread batches, so most events need no look-up.
-    current: Option<(ThreadId, crate::tree::ThreadTree)>,
+    current: Option<(ThreadId, crate::calltree::ThreadTree)>,
 }
 
 impl<S: Sink> TreeSink<S> {
@@ -41,7 +41,7 @@ impl<S: Sink> TreeSink<S> {
 
     /// The tree of `thread`, made current.
     #[inline]
-    fn tree(&mut self, thread: ThreadId) -> &mut crate::tree::ThreadTree {
+    fn tree(&mut self, thread: ThreadId) -> &mut crate::calltree::ThreadTree {
         if self.current.as_ref().map(|c| c.0) != Some(thread) {
             self.put_back();
             let tree = self.trees.remove(&thread).unwrap_or_default();
@@ -135,7 +135,23 @@ impl<S: Sink> Sink for TreeSink<S> {
                 self.write_tree(*thread, *ticks)?;
                 self.inner.event(event)
             }
-            _ => self.inner.event(event),
+            // The rest passes as it is.
+            Event::VmInit { .. }
+            | Event::VmDeath { .. }
+            | Event::ThreadDefine(_)
+            | Event::ThreadStart { .. }
+            | Event::ClassDefine(_)
+            | Event::ObjectDefine(_)
+            | Event::Alloc { .. }
+            | Event::ContextEnter(_)
+            | Event::ContextLeave { .. }
+            | Event::Free { .. }
+            | Event::GcStart { .. }
+            | Event::GcFinish { .. }
+            | Event::UserEvent { .. }
+            | Event::Sync(_)
+            | Event::Values(_)
+            | Event::Heap { .. } => self.inner.event(event),
         }
     }
 

@@ -1,9 +1,9 @@
 //! What `jlive stats` prints, from the model events of a trace of any format: events by type,
 //! per-thread calls, and the top methods by calls and by self time.
 
+use crate::model::LOST_PREFIX;
 use crate::model::{Event, MethodId, Sync, SyncKind, ThreadId};
 use crate::read::{DecodeError, Trace};
-use crate::resolve::LOST_PREFIX;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 

@@ -9,8 +9,9 @@
 //! writer. After a panic of the writer's own, [`drain`] does the same.
 
 use crate::model::Sink;
+use crate::record::Summary;
 use crate::record::{Message, Slot};
-use crate::resolve::{Counts, Resolver};
+use crate::resolve::Resolver;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -27,16 +28,6 @@ const POLL: Duration = Duration::from_micros(200);
 /// How long after the last message the writer keeps polling before it blocks again (an idle
 /// writer must not wake 5,000 times a second).
 const BUSY_SPELL: Duration = Duration::from_millis(10);
-
-/// What the writer reports when the file is closed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Summary {
-    pub events: u64,
-    pub bytes: u64,
-    pub counts: Counts,
-    /// The first I/O error, if the file could not be written whole.
-    pub error: Option<String>,
-}
 
 /// Live figures of the writer, read by the control socket's `status`.
 #[derive(Default)]
@@ -141,7 +132,7 @@ pub fn run<S: Sink>(
                 match (&l.error, l.session.as_mut()) {
                     // Unwritable: what is kept of threads that end is still let go.
                     (Some(_), Some(s)) => s.follow(&batch),
-                    _ => l.apply(|s| s.batch(&batch)),
+                    _ => l.apply(|s| s.batch(&mut batch)),
                 }
                 batch.slots.clear();
                 let _ = pool.try_send(batch.slots);

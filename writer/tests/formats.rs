@@ -159,7 +159,7 @@ fn resolve<S: Sink>(
     s.lifecycle(1, false).unwrap();
     s.begin_burst(1).unwrap();
     for b in batches {
-        s.batch(b).unwrap();
+        s.batch(&mut b.clone()).unwrap();
     }
     s.end_burst(1_000_000).unwrap();
     s.lifecycle(1_000_001, true).unwrap();
@@ -1190,7 +1190,7 @@ fn a_heap_dump_reads_back_part_by_part_and_frees_what_is_gone() {
         ResolverConfig::default(),
     );
     s.begin_burst(1).unwrap();
-    s.batch(&batch(
+    s.batch(&mut batch(
         7,
         vec![Record::new(RecordKind::ObjectAlloc, 2, 4, 9, NOT_ARRAY)],
     ))
@@ -1349,26 +1349,7 @@ fn values_read_back_as_written_and_undefined_objects_are_unknown() {
         ValuesKind::FieldsAtExit,
         ValuesKind::Return,
     ];
-    let keys: Vec<u64> = (0..kinds.len() as u64).collect();
-    struct WithValues(Vec<ValuesInfo>);
-    impl Symbols for WithValues {
-        fn method(&self, key: MethodKey) -> Option<MethodRef> {
-            Fixture.method(key)
-        }
-        fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>> {
-            Fixture.class(key)
-        }
-        fn class_by_name(&self, name: &str) -> Option<ClassKey> {
-            Fixture.class_by_name(name)
-        }
-        fn thread(&self, key: ThreadKey) -> Option<ThreadInfo> {
-            Fixture.thread(key)
-        }
-        fn values(&self, key: u64) -> Option<ValuesInfo> {
-            self.0.get(key as usize).cloned()
-        }
-    }
-    let infos = kinds
+    let infos: Vec<ValuesInfo> = kinds
         .iter()
         .map(|&kind| ValuesInfo {
             method: 101,
@@ -1383,19 +1364,20 @@ fn values_read_back_as_written_and_undefined_objects_are_unknown() {
         .collect();
     let mut s = Resolver::new(
         JinsightSink::<_, false>::new(Cursor::new(Vec::new()), &info(), None).unwrap(),
-        Arc::new(WithValues(infos)),
+        Arc::new(Fixture),
         ResolverConfig::default(),
     );
-    let mut records = vec![
+    let records = vec![
         Record::new(RecordKind::ObjectAlloc, 2, 4, 5, NOT_ARRAY),
         entry(3, 101),
     ];
-    for &key in &keys {
-        records.push(Record::new(RecordKind::Values, 4, key, 0, 0));
+    let mut b = batch(7, records);
+    for info in infos {
+        b.push_payload(RecordKind::Values, 4, Payload::Values(Box::new(info)));
     }
-    records.push(exit(5, 101));
+    b.push(&exit(5, 101));
     s.begin_burst(1).unwrap();
-    s.batch(&batch(7, records)).unwrap();
+    s.batch(&mut b).unwrap();
     s.end_burst(6).unwrap();
     let data = s.finish(None).unwrap().0.into_inner().into_inner();
     check(&data[..]).unwrap_or_else(|e| panic!("check: {}", e));

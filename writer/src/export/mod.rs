@@ -12,6 +12,9 @@
 //! - [`perfetto`]: Perfetto's protobuf TrackEvent trace.
 //! - [`speedscope`]: speedscope's evented JSON, a profile per thread.
 //!
+//! The JSON targets stream: each event is serialized by `serde_json` as it comes, between
+//! the brackets of the document written around it; no document is held in memory.
+//!
 //! The folded stacks and the flame graph are drawn from the calling-context trees
 //! ([`crate::tree`]). A trace of trees (`record=tree`) has no calls to show one by one: each
 //! context becomes one slice as long as all its calls, laid out from its burst's beginning.
@@ -23,7 +26,7 @@ pub mod speedscope;
 use crate::model::{Event, MethodId, ThreadDef, ThreadId};
 use crate::read::{DecodeError, Trace};
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 
 /// Errors of reading the trace or writing the export.
 #[derive(Debug)]
@@ -243,33 +246,9 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
     Ok((names, last))
 }
 
-/// A JSON string literal.
-pub(crate) fn json(out: &mut impl Write, text: &str) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    for c in text.chars() {
-        match c {
-            '"' => out.write_all(b"\\\"")?,
-            '\\' => out.write_all(b"\\\\")?,
-            c if (c as u32) < 0x20 => write!(out, "\\u{:04x}", c as u32)?,
-            c => write!(out, "{}", c)?,
-        }
-    }
-    out.write_all(b"\"")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_json_strings() {
-        let mut out = Vec::new();
-        json(&mut out, "a\"b\\c\nd$e<init>").unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            r#""a\"b\\c\u000ad$e<init>""#
-        );
-    }
 
     #[test]
     fn ticks_become_nanoseconds_from_the_first_timed_event() {

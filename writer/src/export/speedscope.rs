@@ -15,10 +15,18 @@
 //! events are kept in a compact form (13 bytes each) until the end, in memory up to a bound
 //! and beyond it in an unlinked temporary file, then written thread by thread. Instants have
 //! no place in this format and are left out.
+//!
+//! `serde_json` writes every value: a profile is one serialization whose events are read
+//! back from the file and memory and serialized one by one as it goes (never a profile in
+//! memory as JSON); only the document's keys and brackets around the profiles and the frames
+//! are written by hand. Every number is an integer, written as before.
 
-use super::{drive, json, ExportError, Timeline};
+use super::{drive, ExportError, Timeline};
 use crate::model::{MethodId, ThreadDef, ThreadId};
 use crate::read::Trace;
+use serde::ser::{Error as _, SerializeSeq, Serializer};
+use serde::Serialize;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -133,40 +141,89 @@ impl Speedscope {
     /// Writes one thread's profile.
     fn write_profile(&mut self, out: &mut impl Write, thread: ThreadId) -> io::Result<()> {
         let profile = self.profiles.remove(&thread).expect("known thread");
-        out.write_all(b"{\"type\":\"evented\",\"name\":")?;
-        json(out, &profile.name)?;
-        write!(
-            out,
-            ",\"unit\":\"nanoseconds\",\"startValue\":{},\"endValue\":{},\"events\":[",
-            profile.start.unwrap_or(0),
-            profile.end
-        )?;
-        let mut first = true;
-        let mut write_events = |out: &mut dyn Write, bytes: &[u8]| -> io::Result<()> {
+        let failed = Cell::new(None);
+        let json = ProfileJson {
+            kind: "evented",
+            name: &profile.name,
+            unit: "nanoseconds",
+            start_value: profile.start.unwrap_or(0),
+            end_value: profile.end,
+            events: Events {
+                spill: self.spill.as_ref(),
+                chunks: &profile.chunks,
+                kept: &profile.kept,
+                failed: &failed,
+            },
+        };
+        match serde_json::to_writer(&mut *out, &json) {
+            Ok(()) => Ok(()),
+            // An error of `out` comes back as the io::Error it was, one of the file's as well.
+            Err(e) => Err(failed.take().unwrap_or_else(|| e.into())),
+        }
+    }
+}
+
+/// A profile as speedscope reads it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProfileJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    unit: &'static str,
+    start_value: u64,
+    end_value: u64,
+    events: Events<'a>,
+}
+
+/// A profile's events, serialized as they are read: the chunks of the temporary file first,
+/// one at a time, then what memory kept.
+struct Events<'a> {
+    spill: Option<&'a File>,
+    chunks: &'a [(u64, usize)],
+    kept: &'a [u8],
+    /// Where a failed read of the temporary file is kept (a serializer's error is only text).
+    failed: &'a Cell<Option<io::Error>>,
+}
+
+/// An event as speedscope reads it: `O` (a frame opened) or `C` (closed), at a time in ns.
+#[derive(Serialize)]
+struct EventJson {
+    #[serde(rename = "type")]
+    kind: char,
+    frame: u32,
+    at: u64,
+}
+
+impl Serialize for Events<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        fn each<S: SerializeSeq>(seq: &mut S, bytes: &[u8]) -> Result<(), S::Error> {
             for e in bytes.chunks_exact(EVENT) {
-                let frame = u32::from_le_bytes(e[1..5].try_into().expect("4 bytes"));
-                let at = u64::from_le_bytes(e[5..13].try_into().expect("8 bytes"));
-                if !std::mem::replace(&mut first, false) {
-                    out.write_all(b",")?;
-                }
-                write!(
-                    out,
-                    "{{\"type\":\"{}\",\"frame\":{},\"at\":{}}}",
-                    e[0] as char, frame, at
-                )?;
+                seq.serialize_element(&EventJson {
+                    kind: char::from(e[0]),
+                    frame: u32::from_le_bytes(e[1..5].try_into().expect("4 bytes")),
+                    at: u64::from_le_bytes(e[5..13].try_into().expect("8 bytes")),
+                })?;
             }
             Ok(())
-        };
-        let mut chunk = Vec::new();
-        for &(offset, len) in &profile.chunks {
-            let file = self.spill.as_mut().expect("chunks are in the file");
-            file.seek(SeekFrom::Start(offset))?;
-            chunk.resize(len, 0);
-            file.read_exact(&mut chunk)?;
-            write_events(out, &chunk)?;
         }
-        write_events(out, &profile.kept)?;
-        out.write_all(b"]}")
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut chunk = Vec::new();
+        for &(offset, len) in self.chunks {
+            let mut file = self.spill.expect("chunks are in the file");
+            chunk.resize(len, 0);
+            let read = file
+                .seek(SeekFrom::Start(offset))
+                .and_then(|_| file.read_exact(&mut chunk));
+            if let Err(e) = read {
+                let message = format!("reading the temporary file back: {}", e);
+                self.failed.set(Some(e));
+                return Err(S::Error::custom(message));
+            }
+            each(&mut seq, &chunk)?;
+        }
+        each(&mut seq, self.kept)?;
+        seq.end()
     }
 }
 
@@ -220,6 +277,12 @@ pub fn export(
     Ok(names.cut_at)
 }
 
+/// A frame as speedscope reads it.
+#[derive(Serialize)]
+struct FrameJson<'a> {
+    name: &'a str,
+}
+
 impl Speedscope {
     fn finish(mut self, mut out: impl Write, title: &str) -> io::Result<()> {
         let traced: Vec<ThreadId> = self
@@ -234,8 +297,10 @@ impl Speedscope {
             .unwrap_or(0);
         out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",")?;
         out.write_all(b"\"exporter\":\"jlive\",\"name\":")?;
-        json(&mut out, title)?;
-        writeln!(out, ",\"activeProfileIndex\":{},\"profiles\":[", active)?;
+        serde_json::to_writer(&mut out, title)?;
+        out.write_all(b",\"activeProfileIndex\":")?;
+        serde_json::to_writer(&mut out, &active)?;
+        out.write_all(b",\"profiles\":[\n")?;
         for (i, &thread) in traced.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",\n")?;
@@ -247,9 +312,7 @@ impl Speedscope {
             if i > 0 {
                 out.write_all(b",\n")?;
             }
-            out.write_all(b"{\"name\":")?;
-            json(&mut out, name)?;
-            out.write_all(b"}")?;
+            serde_json::to_writer(&mut out, &FrameJson { name })?;
         }
         out.write_all(b"]}}\n")?;
         out.flush()
@@ -286,6 +349,34 @@ mod tests {
         let mut out = Vec::new();
         s.finish(&mut out, "t").unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_document_is_the_one_written_by_hand_before_serde_json() {
+        let names = Trace::empty(Format::Jinsight, TraceInfo::default());
+        let mut s = Speedscope::new(THREAD_CHUNK, IN_MEMORY);
+        let main = ThreadDef {
+            id: 1,
+            name: "main".into(),
+            ..ThreadDef::default()
+        };
+        s.thread(&names, &main).unwrap();
+        let m = MethodId { class: 1, index: 0 };
+        s.begin(&names, 1, m, 5).unwrap();
+        s.end(1, m, 7).unwrap();
+        let mut out = Vec::new();
+        s.finish(&mut out, "a \"b\".trc").unwrap();
+        let expected = concat!(
+            r#"{"$schema":"https://www.speedscope.app/file-format-schema.json","#,
+            r#""exporter":"jlive","name":"a \"b\".trc","activeProfileIndex":0,"profiles":["#,
+            "\n",
+            r#"{"type":"evented","name":"main","unit":"nanoseconds","startValue":5,"#,
+            r#""endValue":7,"events":[{"type":"O","frame":0,"at":5},{"type":"C","frame":0,"at":7}]}"#,
+            "],\n",
+            r#""shared":{"frames":[{"name":"class#1.method#0"}]}}"#,
+            "\n"
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `jlive check` of a JinsightLive file: the model's rules ([`crate::check::Checker`]) over
+//! `jlive check` of a JinsightLive file: the model's rules ([`crate::checker::Checker`]) over
 //! its events as [`super::read::Translator`] makes them, and what the format asks beyond
 //! them: header version 8; each CLASS_DEFINE followed by its CLASS_LOAD; class 0 is
 //! `java/lang/Object` (its own superclass) and class 1 `java/lang/Thread`, as the reader
@@ -7,7 +7,7 @@
 
 use super::read::Translator;
 use super::*;
-use crate::check::{CheckSummary, Checker};
+use crate::checker::{CheckSummary, Checker};
 use crate::format::Format;
 use std::collections::VecDeque;
 

@@ -4,7 +4,7 @@
 
 use super::*;
 
-pub use crate::read::DecodeError;
+pub use crate::codec::DecodeError;
 
 /// Reads a JinsightLive file held in memory (or a piece of one: [`StreamDecoder`]).
 pub struct Decoder<'a> {
@@ -275,6 +275,70 @@ impl<'a> Decoder<'a> {
         }))
     }
 
+    /// MONITOR_CONTENTION's body (untimed).
+    fn contention(&mut self) -> Result<Event, DecodeError> {
+        let while_tracing = self.u8()?;
+        if while_tracing > 1 {
+            let message = format!("MONITOR_CONTENTION's flag is {}, not 0 or 1", while_tracing);
+            return Err(error(usize::MAX, message));
+        }
+        Ok(Event::MonitorContention {
+            while_tracing,
+            object: self.u32()?,
+            thread: self.u32()?,
+            nanoseconds: self.u64()?,
+        })
+    }
+
+    /// EXTENDED_EXTENSIVE_CLASS_LOAD's body.
+    fn class_load(&mut self, ticks: u64) -> Result<Event, DecodeError> {
+        let class = self.u16()?;
+        let size = self.u16()?;
+        let name = self.str()?;
+        let methods = self.members()?;
+        let fields = self.members()?;
+        let superclass = self.u16()?;
+        let n = self.u16()? as usize;
+        let mut interfaces = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            interfaces.push(self.u16()?);
+        }
+        Ok(Event::ClassLoad(Box::new(ClassLoad {
+            ticks,
+            class,
+            size,
+            name,
+            methods,
+            fields,
+            superclass,
+            interfaces,
+        })))
+    }
+
+    /// A value event's body (`code`: which values).
+    fn values(&mut self, code: u8, ticks: u64) -> Result<Event, DecodeError> {
+        let kind = values_kind(code).unwrap_or_default();
+        let returned = code == RETURN_VALUE;
+        let (class, object, thread, method) = (self.u16()?, self.u32()?, self.u32()?, self.u16()?);
+        let n = if returned { 1 } else { self.u16()? as i16 };
+        if n < 0 {
+            return Err(error(usize::MAX, format!("{} values: a negative count", n)));
+        }
+        let mut values = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            values.push(self.value()?);
+        }
+        Ok(Event::Values {
+            ticks,
+            kind,
+            class,
+            object,
+            thread,
+            method,
+            values,
+        })
+    }
+
     fn event(&mut self, code: u8) -> Result<Event, DecodeError> {
         if code == TRACE_END {
             return Ok(Event::TraceEnd {
@@ -283,17 +347,7 @@ impl<'a> Decoder<'a> {
             });
         }
         if code == MONITOR_CONTENTION {
-            let while_tracing = self.u8()?;
-            if while_tracing > 1 {
-                let message = format!("MONITOR_CONTENTION's flag is {}, not 0 or 1", while_tracing);
-                return Err(error(usize::MAX, message));
-            }
-            return Ok(Event::MonitorContention {
-                while_tracing,
-                object: self.u32()?,
-                thread: self.u32()?,
-                nanoseconds: self.u64()?,
-            });
+            return self.contention();
         }
         if let Some(event) = self.untimed_heap_event(code)? {
             return Ok(event);
@@ -308,29 +362,7 @@ impl<'a> Decoder<'a> {
                 class: self.u16()?,
                 class_object: self.u32()?,
             },
-            EXTENDED_EXTENSIVE_CLASS_LOAD => {
-                let class = self.u16()?;
-                let size = self.u16()?;
-                let name = self.str()?;
-                let methods = self.members()?;
-                let fields = self.members()?;
-                let superclass = self.u16()?;
-                let n = self.u16()? as usize;
-                let mut interfaces = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    interfaces.push(self.u16()?);
-                }
-                Event::ClassLoad(Box::new(ClassLoad {
-                    ticks,
-                    class,
-                    size,
-                    name,
-                    methods,
-                    fields,
-                    superclass,
-                    interfaces,
-                }))
-            }
+            EXTENDED_EXTENSIVE_CLASS_LOAD => self.class_load(ticks)?,
             WIDE_METHOD_ENTER => Event::MethodEnter {
                 ticks,
                 thread: self.u32()?,
@@ -414,27 +446,7 @@ impl<'a> Decoder<'a> {
             },
             GENERATION => Event::Generation { ticks },
             ARG_VALUES | RETURN_VALUE | FIELD_VALUES_AT_ENTER | FIELD_VALUES_AT_EXIT => {
-                let kind = values_kind(code).unwrap_or_default();
-                let returned = code == RETURN_VALUE;
-                let (class, object, thread, method) =
-                    (self.u16()?, self.u32()?, self.u32()?, self.u16()?);
-                let n = if returned { 1 } else { self.u16()? as i16 };
-                if n < 0 {
-                    return Err(error(usize::MAX, format!("{} values: a negative count", n)));
-                }
-                let mut values = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    values.push(self.value()?);
-                }
-                Event::Values {
-                    ticks,
-                    kind,
-                    class,
-                    object,
-                    thread,
-                    method,
-                    values,
-                }
+                self.values(code, ticks)?
             }
             BEGIN_BURST => Event::BeginBurst { ticks },
             END_BURST => Event::EndBurst { ticks },

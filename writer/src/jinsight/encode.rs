@@ -266,6 +266,51 @@ impl<W: Write + Seek> Encoder<W> {
         }
     }
 
+    /// CLASS_LOAD's body.
+    fn class_load(&mut self, load: &ClassLoad) {
+        self.u16(load.class);
+        self.u16(load.size);
+        self.str(&load.name);
+        self.members(&load.methods);
+        self.members(&load.fields);
+        self.u16(load.superclass);
+        self.u16(load.interfaces.len() as u16);
+        for &i in &load.interfaces {
+            self.u16(i);
+        }
+    }
+
+    /// A value event's body: its method and object, then the values (a return value alone,
+    /// the others after their count).
+    fn values(
+        &mut self,
+        class: u16,
+        object: u32,
+        thread: u32,
+        method: u16,
+        kind: crate::model::ValuesKind,
+        values: &[crate::model::Value],
+    ) {
+        let returned = kind == crate::model::ValuesKind::Return;
+        self.u16(class);
+        self.u32(object);
+        self.u32(thread);
+        self.u16(method);
+        if !returned {
+            self.u16(values.len().min(i16::MAX as usize) as u16);
+        }
+        let n = if returned { 1 } else { i16::MAX as usize };
+        values.iter().take(n).for_each(|v| self.value(v));
+    }
+
+    /// A heap event's list of objects, ended by END_OF_LIST (`ended`) or counted before.
+    fn objects(&mut self, to: &[u32], ended: bool) {
+        to.iter().for_each(|&o| self.u32(o));
+        if ended {
+            self.u32(END_OF_LIST);
+        }
+    }
+
     fn put_event(&mut self, event: &Event) {
         self.u8(event.code());
         if let Some(ticks) = event.ticks() {
@@ -280,18 +325,7 @@ impl<W: Write + Seek> Encoder<W> {
                 self.u16(*class);
                 self.u32(*class_object);
             }
-            Event::ClassLoad(load) => {
-                self.u16(load.class);
-                self.u16(load.size);
-                self.str(&load.name);
-                self.members(&load.methods);
-                self.members(&load.fields);
-                self.u16(load.superclass);
-                self.u16(load.interfaces.len() as u16);
-                for &i in &load.interfaces {
-                    self.u16(i);
-                }
-            }
+            Event::ClassLoad(load) => self.class_load(load),
             Event::MethodEnter {
                 thread,
                 class,
@@ -419,32 +453,19 @@ impl<W: Write + Seek> Encoder<W> {
                 values,
                 kind,
                 ..
-            } => {
-                let returned = *kind == crate::model::ValuesKind::Return;
-                self.u16(*class);
-                self.u32(*object);
-                self.u32(*thread);
-                self.u16(*method);
-                if !returned {
-                    self.u16(values.len().min(i16::MAX as usize) as u16);
-                }
-                let n = if returned { 1 } else { i16::MAX as usize };
-                values.iter().take(n).for_each(|v| self.value(v));
-            }
+            } => self.values(*class, *object, *thread, *method, *kind, values),
             Event::ObjectRefs { object, to } => {
                 self.u32(*object);
-                to.iter().for_each(|&o| self.u32(o));
-                self.u32(END_OF_LIST);
+                self.objects(to, true);
             }
             Event::ArrayRefs { array, to } => {
                 self.u32(*array);
                 self.u32(to.len() as u32);
-                to.iter().for_each(|&o| self.u32(o));
+                self.objects(to, false);
             }
             Event::StaticRoot { class, to } => {
                 self.u16(*class);
-                to.iter().for_each(|&o| self.u32(o));
-                self.u32(END_OF_LIST);
+                self.objects(to, true);
             }
             Event::Root {
                 code,

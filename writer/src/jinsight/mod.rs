@@ -306,22 +306,6 @@ pub fn array_type_name(array_type: u8) -> &'static str {
     }
 }
 
-/// JVMPI's `is_array` value of OBJECT_ALLOC, written in ARRAY_CREATED.isArray.
-pub fn jvmpi_is_array(descriptor: Option<u8>) -> u8 {
-    match descriptor {
-        None => 2, // JVMPI_CLASS: an array of objects
-        Some(b'Z') => 4,
-        Some(b'C') => 5,
-        Some(b'F') => 6,
-        Some(b'D') => 7,
-        Some(b'B') => 8,
-        Some(b'S') => 9,
-        Some(b'I') => 10,
-        Some(b'J') => 11,
-        Some(_) => 0,
-    }
-}
-
 /// The fixed 45-byte file header.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {

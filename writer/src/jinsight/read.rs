@@ -5,10 +5,11 @@
 //! say.
 
 use super::*;
+use crate::codec::{DecodeError, EventReader};
+use crate::format::Format;
 use crate::model::{
     self, ArrayDef, ClassDef, Element, Enter, FieldDef, HeapPart, Leave, MethodDef, MethodId,
 };
-use crate::read::{DecodeError, EventReader, Format};
 use std::collections::{HashMap, VecDeque};
 
 /// The frames a thread has open: (method, depth, ticket).
@@ -38,6 +39,32 @@ fn fail<T>(offset: usize, message: String) -> Result<T, DecodeError> {
     Err(decode::error(offset, message))
 }
 
+/// A native method's call is a call like any other.
+fn plain_calls(event: Event) -> Event {
+    match event {
+        Event::NativeMethodEnter {
+            ticks,
+            thread,
+            class,
+            method,
+            object,
+        } => Event::MethodEnter {
+            ticks,
+            thread,
+            class,
+            method,
+            object,
+            line: 0,
+        },
+        Event::NativeMethodLeave { ticks, thread } => Event::MethodLeave {
+            ticks,
+            overhead: 0,
+            thread,
+        },
+        e => e,
+    }
+}
+
 impl Translator {
     /// Translates one event read at `offset`, appending what it makes to `out`.
     pub fn push(
@@ -46,50 +73,10 @@ impl Translator {
         event: Event,
         out: &mut VecDeque<(usize, model::Event)>,
     ) -> Result<(), DecodeError> {
-        // A native method's call is a call like any other.
-        let event = match event {
-            Event::NativeMethodEnter {
-                ticks,
-                thread,
-                class,
-                method,
-                object,
-            } => Event::MethodEnter {
-                ticks,
-                thread,
-                class,
-                method,
-                object,
-                line: 0,
-            },
-            Event::NativeMethodLeave { ticks, thread } => Event::MethodLeave {
-                ticks,
-                overhead: 0,
-                thread,
-            },
-            e => e,
-        };
-        if let Some((at, held)) = self.held.take() {
-            match (&held, &event) {
-                (model::Event::ObjectDefine(o), Event::ObjectCreated { object, thread, .. })
-                | (model::Event::ObjectDefine(o), Event::ArrayCreated { object, thread, .. })
-                    if *object == o.object =>
-                {
-                    out.push_back((
-                        at,
-                        model::Event::Alloc {
-                            thread: *thread,
-                            object: *o,
-                        },
-                    ));
-                    return Ok(());
-                }
-                // The writer before the model defined a thread between an object and its
-                // creation when the allocation was the thread's first event.
-                (model::Event::ObjectDefine(_), Event::ThreadDefine { .. }) => {
-                    self.held = Some((at, held));
-                }
-                _ => out.push_back((at, held)),
+        let event = plain_calls(event);
+        if let Some(held) = self.held.take() {
+            if self.release(held, &event, out) {
+                return Ok(());
             }
         }
         let timed = match &event {
@@ -102,32 +89,68 @@ impl Translator {
         if let Some(ticks) = event.ticks() {
             self.latest = self.latest.max(ticks);
         }
-        let heap = |part| model::Event::Heap {
-            ticks: self.latest,
+        let Some(translated) = self.translate(offset, event, out)? else {
+            return Ok(());
+        };
+        match translated {
+            model::Event::ObjectDefine(_) => self.held = Some((offset, translated)),
+            _ => out.push_back((offset, translated)),
+        }
+        Ok(())
+    }
+
+    /// The object definition held back, now that `next` follows it: with the OBJECT_CREATED
+    /// (or ARRAY_CREATED) of the same object, one allocation (true: `next` is taken).
+    fn release(
+        &mut self,
+        (at, held): (usize, model::Event),
+        next: &Event,
+        out: &mut VecDeque<(usize, model::Event)>,
+    ) -> bool {
+        match (&held, next) {
+            (model::Event::ObjectDefine(o), Event::ObjectCreated { object, thread, .. })
+            | (model::Event::ObjectDefine(o), Event::ArrayCreated { object, thread, .. })
+                if *object == o.object =>
+            {
+                out.push_back((
+                    at,
+                    model::Event::Alloc {
+                        thread: *thread,
+                        object: *o,
+                    },
+                ));
+                return true;
+            }
+            // The writer before the model defined a thread between an object and its
+            // creation when the allocation was the thread's first event.
+            (model::Event::ObjectDefine(_), Event::ThreadDefine { .. }) => {
+                self.held = Some((at, held));
+            }
+            _ => out.push_back((at, held)),
+        }
+        false
+    }
+
+    /// The model event of one JinsightLive event (None: it makes none; a contention makes
+    /// two, the first pushed to `out` here).
+    fn translate(
+        &mut self,
+        offset: usize,
+        event: Event,
+        out: &mut VecDeque<(usize, model::Event)>,
+    ) -> Result<Option<model::Event>, DecodeError> {
+        let heap = |latest, part| model::Event::Heap {
+            ticks: latest,
             part: Box::new(part),
         };
-        let translated = match event {
-            Event::ClassDefine { .. } | Event::TraceEnd { .. } => return Ok(()),
-            // Made plain calls above.
-            Event::NativeMethodEnter { .. } | Event::NativeMethodLeave { .. } => return Ok(()),
-            // Untimed: an enter and its entered at the thread's last ticks, without a stack.
+        Ok(Some(match event {
+            // Made plain calls by `plain_calls`.
+            Event::ClassDefine { .. }
+            | Event::TraceEnd { .. }
+            | Event::NativeMethodEnter { .. }
+            | Event::NativeMethodLeave { .. } => return Ok(None),
             Event::MonitorContention { object, thread, .. } => {
-                let ticks = self.last_ticks.get(&thread).copied().unwrap_or(0);
-                let sync = |kind| {
-                    model::Event::Sync(Box::new(model::Sync {
-                        ticks,
-                        thread,
-                        kind,
-                        thread_hash: 0,
-                        object: 0,
-                        owner: 0,
-                        object_id: object,
-                        owner_thread: None,
-                        stack: Vec::new(),
-                    }))
-                };
-                out.push_back((offset, sync(model::SyncKind::ContendedEnter)));
-                sync(model::SyncKind::ContendedEntered)
+                self.contention(offset, object, thread, out)
             }
             Event::ThreadStart { ticks, thread } => model::Event::ThreadStart { ticks, thread },
             Event::ClassLoad(load) => self.class(*load),
@@ -138,50 +161,12 @@ impl Translator {
                 method,
                 object,
                 ..
-            } => {
-                let method = MethodId {
-                    class: u32::from(class),
-                    index: method,
-                };
-                let stack = self.stacks.entry(thread).or_default();
-                let ticket = self.tickets.entry(thread).or_insert(0);
-                *ticket = ticket.wrapping_add(1);
-                let depth = stack.len() as u32 + 1;
-                stack.push((method, depth, *ticket));
-                model::Event::MethodEnter(Enter {
-                    ticks,
-                    thread,
-                    method,
-                    object,
-                    depth,
-                    ticket: *ticket,
-                })
-            }
+            } => self.enter(ticks, thread, class, method, object),
             Event::MethodLeave {
                 ticks,
                 overhead,
                 thread,
-            } => {
-                let Some((method, depth, ticket)) =
-                    self.stacks.get_mut(&thread).and_then(|s| s.pop())
-                else {
-                    return fail(
-                        offset,
-                        format!(
-                            "METHOD_LEAVE on thread {} with no open entry in this burst",
-                            thread
-                        ),
-                    );
-                };
-                model::Event::MethodLeave(Leave {
-                    ticks,
-                    thread,
-                    method,
-                    depth,
-                    ticket,
-                    overhead,
-                })
-            }
+            } => self.leave(offset, ticks, overhead, thread)?,
             Event::ObjectDefined {
                 ticks,
                 object,
@@ -192,48 +177,19 @@ impl Translator {
                 array_type,
                 object,
                 size,
-            } => {
-                let Some(d) = descriptor_of(array_type) else {
-                    return fail(
-                        offset,
-                        format!(
-                            "array type {} is not one of JinsightLive's 1..8",
-                            array_type
-                        ),
-                    );
-                };
-                let class = self.class_named(&format!("[{}", char::from(d)));
-                let array = ArrayDef {
-                    length: size,
-                    element: Element::Primitive(d),
-                };
-                self.object(ticks, object, class, Some(array))
-            }
+            } => self.primitive_array(offset, ticks, array_type, object, size)?,
             Event::ArrayClassDefined {
                 ticks,
                 object,
                 class,
                 size,
-            } => {
-                let element = self.names.get(&class).cloned().unwrap_or_default();
-                let name = if element.starts_with('[') {
-                    format!("[{}", element)
-                } else {
-                    format!("[L{};", element)
-                };
-                let array = ArrayDef {
-                    length: size,
-                    element: Element::Class(u32::from(class)),
-                };
-                let class = self.class_named(&name);
-                self.object(ticks, object, class, Some(array))
-            }
+            } => self.object_array(ticks, object, class, size),
             // The creation of an object defined before (not right before it) adds nothing:
             // the model's allocation defines its object.
             Event::ObjectCreated { object, .. } | Event::ArrayCreated { object, .. }
                 if self.objects.contains_key(&object) =>
             {
-                return Ok(())
+                return Ok(None)
             }
             Event::ObjectCreated {
                 ticks,
@@ -249,27 +205,11 @@ impl Translator {
                     array: None,
                 },
             },
-            Event::ArrayCreated {
-                ticks,
-                object,
-                thread,
-                ..
-            } => {
-                let Some(&(class, array)) = self.objects.get(&object) else {
-                    return fail(
-                        offset,
-                        format!("object {} used before it is defined", object),
-                    );
-                };
-                model::Event::Alloc {
-                    thread,
-                    object: model::ObjectDef {
-                        ticks,
-                        object,
-                        class,
-                        array,
-                    },
-                }
+            Event::ArrayCreated { object, .. } => {
+                return fail(
+                    offset,
+                    format!("object {} used before it is defined", object),
+                )
             }
             Event::ObjectReclaimed { ticks, object } => model::Event::Free { ticks, object },
             Event::ThreadDefine {
@@ -305,34 +245,43 @@ impl Translator {
                 ticks,
                 burst: self.bursts,
             },
-            Event::ObjectRefs { object, to } => heap(HeapPart::Refs {
-                object,
-                array: false,
-                to,
-            }),
-            Event::ArrayRefs { array, to } => heap(HeapPart::Refs {
-                object: array,
-                array: true,
-                to: to.into_iter().filter(|&o| o != NO_OBJECT).collect(),
-            }),
-            Event::StaticRoot { class, to } => heap(HeapPart::Statics {
-                class: u32::from(class),
-                to,
-            }),
+            Event::ObjectRefs { object, to } => heap(
+                self.latest,
+                HeapPart::Refs {
+                    object,
+                    array: false,
+                    to,
+                },
+            ),
+            Event::ArrayRefs { array, to } => heap(
+                self.latest,
+                HeapPart::Refs {
+                    object: array,
+                    array: true,
+                    to: to.into_iter().filter(|&o| o != NO_OBJECT).collect(),
+                },
+            ),
+            Event::StaticRoot { class, to } => heap(
+                self.latest,
+                HeapPart::Statics {
+                    class: u32::from(class),
+                    to,
+                },
+            ),
             Event::Root {
                 code,
                 thread,
                 object,
-            } => heap(HeapPart::Root {
-                kind: root_kind(code),
-                thread: root_has_thread(code).then_some(thread),
-                object,
-            }),
-            Event::Generation { ticks } => model::Event::Heap {
-                ticks,
-                part: Box::new(HeapPart::Generation),
-            },
-            Event::EndOfReport { events } => heap(HeapPart::EndOfReport { events }),
+            } => heap(
+                self.latest,
+                HeapPart::Root {
+                    kind: root_kind(code),
+                    thread: root_has_thread(code).then_some(thread),
+                    object,
+                },
+            ),
+            Event::Generation { ticks } => heap(ticks, HeapPart::Generation),
+            Event::EndOfReport { events } => heap(self.latest, HeapPart::EndOfReport { events }),
             Event::Values {
                 ticks,
                 kind,
@@ -352,12 +301,132 @@ impl Translator {
                 kind,
                 values,
             })),
+        }))
+    }
+
+    /// MONITOR_CONTENTION, untimed: an enter (pushed to `out`) and its entered, at the
+    /// thread's last ticks, without a stack.
+    fn contention(
+        &mut self,
+        offset: usize,
+        object: u32,
+        thread: u32,
+        out: &mut VecDeque<(usize, model::Event)>,
+    ) -> model::Event {
+        let ticks = self.last_ticks.get(&thread).copied().unwrap_or(0);
+        let sync = |kind| {
+            model::Event::Sync(Box::new(model::Sync {
+                ticks,
+                thread,
+                kind,
+                thread_hash: 0,
+                object: 0,
+                owner: 0,
+                object_id: object,
+                owner_thread: None,
+                stack: Vec::new(),
+            }))
         };
-        match translated {
-            model::Event::ObjectDefine(_) => self.held = Some((offset, translated)),
-            _ => out.push_back((offset, translated)),
-        }
-        Ok(())
+        out.push_back((offset, sync(model::SyncKind::ContendedEnter)));
+        sync(model::SyncKind::ContendedEntered)
+    }
+
+    /// METHOD_ENTER: a frame pushed, with the thread's next ticket.
+    fn enter(
+        &mut self,
+        ticks: u64,
+        thread: u32,
+        class: u16,
+        method: u16,
+        object: u32,
+    ) -> model::Event {
+        let method = MethodId {
+            class: u32::from(class),
+            index: method,
+        };
+        let stack = self.stacks.entry(thread).or_default();
+        let ticket = self.tickets.entry(thread).or_insert(0);
+        *ticket = ticket.wrapping_add(1);
+        let depth = stack.len() as u32 + 1;
+        stack.push((method, depth, *ticket));
+        model::Event::MethodEnter(Enter {
+            ticks,
+            thread,
+            method,
+            object,
+            depth,
+            ticket: *ticket,
+        })
+    }
+
+    /// METHOD_LEAVE: it names the method of the frame it closes, which the file does not say.
+    fn leave(
+        &mut self,
+        offset: usize,
+        ticks: u64,
+        overhead: u64,
+        thread: u32,
+    ) -> Result<model::Event, DecodeError> {
+        let Some((method, depth, ticket)) = self.stacks.get_mut(&thread).and_then(|s| s.pop())
+        else {
+            return fail(
+                offset,
+                format!(
+                    "METHOD_LEAVE on thread {} with no open entry in this burst",
+                    thread
+                ),
+            );
+        };
+        Ok(model::Event::MethodLeave(Leave {
+            ticks,
+            thread,
+            method,
+            depth,
+            ticket,
+            overhead,
+        }))
+    }
+
+    /// ARRAY_DEFINED: an array of primitives, its class named by its type.
+    fn primitive_array(
+        &mut self,
+        offset: usize,
+        ticks: u64,
+        array_type: u8,
+        object: u32,
+        size: u32,
+    ) -> Result<model::Event, DecodeError> {
+        let Some(d) = descriptor_of(array_type) else {
+            return fail(
+                offset,
+                format!(
+                    "array type {} is not one of JinsightLive's 1..8",
+                    array_type
+                ),
+            );
+        };
+        let class = self.class_named(&format!("[{}", char::from(d)));
+        let array = ArrayDef {
+            length: size,
+            element: Element::Primitive(d),
+        };
+        Ok(self.object(ticks, object, class, Some(array)))
+    }
+
+    /// ARRAY_CLASS_DEFINED: an array of objects, its class named by its element.
+    fn object_array(&mut self, ticks: u64, object: u32, class: u16, size: u32) -> model::Event {
+        let element = self.names.get(&class).cloned().unwrap_or_default();
+        let name = if element.starts_with('[') {
+            format!("[{}", element)
+        } else {
+            format!("[L{};", element)
+        };
+        let array = ArrayDef {
+            length: size,
+            element: Element::Class(u32::from(class)),
+        };
+        let class = self.class_named(&name);
+        self.object(ticks, object, class, Some(array))
     }
 
     /// What is held back, at the end of the events.

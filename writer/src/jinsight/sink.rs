@@ -165,7 +165,7 @@ impl<W: Write + Seek, const BIG: bool> JinsightSink<W, BIG> {
             },
             Some(a) => Event::ArrayCreated {
                 ticks: o.ticks,
-                is_array: jvmpi_is_array(a.element.descriptor()),
+                is_array: a.element.jvmpi_is_array(),
                 object: o.object,
                 size: a.length,
                 thread,

@@ -6,9 +6,9 @@
 //! Positions are line numbers of what the reader was given.
 
 use super::{EVENTS_BEGIN, META_BEGIN};
+use crate::codec::{fail, DecodeError, EventReader};
 use crate::format::Format;
 use crate::model::*;
-use crate::read::{fail, DecodeError, EventReader};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
 

@@ -185,7 +185,23 @@ impl Sink for OrcaSink {
                 }
                 self.end_line()?;
             }
-            _ => {}
+            // ORCA logs threads and concurrency events only.
+            Event::VmInit { .. }
+            | Event::VmDeath { .. }
+            | Event::BurstBegin { .. }
+            | Event::BurstEnd { .. }
+            | Event::ObjectDefine(_)
+            | Event::MethodEnter(_)
+            | Event::MethodLeave(_)
+            | Event::Alloc { .. }
+            | Event::ContextEnter(_)
+            | Event::ContextLeave { .. }
+            | Event::Free { .. }
+            | Event::GcStart { .. }
+            | Event::GcFinish { .. }
+            | Event::UserEvent { .. }
+            | Event::Values(_)
+            | Event::Heap { .. } => {}
         }
         Ok(())
     }

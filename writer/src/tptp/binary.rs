@@ -3,8 +3,9 @@
 use super::read::{Messages, Reader};
 use super::sink::{Encode, EntryMessage, ExitMessage};
 use super::*;
+use crate::codec::DecodeError;
+use crate::format::Format;
 use crate::model::TraceInfo;
-use crate::read::{DecodeError, Format};
 use std::io::{self, Read, Write};
 
 pub const MAGIC: &[u8; 4] = b"0TBF";
@@ -333,7 +334,7 @@ pub fn reader<R: Read>(input: R) -> Result<Reader<BinaryMessages<R>>, DecodeErro
         first: None,
     };
     let mut header = [0u8; HEADER_LEN];
-    let got = crate::read::read_up_to(&mut m.input, &mut header)
+    let got = crate::codec::read_up_to(&mut m.input, &mut header)
         .map_err(|e| DecodeError::at(0, format!("cannot read: {}", e)))?;
     if got == 0 {
         return Err(DecodeError::at(0, "empty file: no TPTP header"));
@@ -406,7 +407,7 @@ impl<R: Read> BinaryMessages<R> {
         let at = self.offset;
         let read_err = |e: io::Error| DecodeError::at(at, format!("cannot read: {}", e));
         let mut head = [0u8; 6];
-        let got = crate::read::read_up_to(&mut self.input, &mut head).map_err(read_err)?;
+        let got = crate::codec::read_up_to(&mut self.input, &mut head).map_err(read_err)?;
         self.offset += got;
         if got == 0 {
             return Ok(None);
@@ -421,7 +422,7 @@ impl<R: Read> BinaryMessages<R> {
             return Err(DecodeError::at(at, message));
         }
         let mut body = vec![0; len];
-        let got = crate::read::read_up_to(&mut self.input, &mut body).map_err(read_err)?;
+        let got = crate::codec::read_up_to(&mut self.input, &mut body).map_err(read_err)?;
         self.offset += got;
         if got < len {
             return Err(self.cut(at, "message"));

@@ -5,11 +5,12 @@
 //! file of either form, from the messages its [`Messages`] gives.
 
 use super::*;
+use crate::codec::{fail, DecodeError, EventReader};
+use crate::format::Format;
 use crate::model::SyncKind;
 use crate::model::{
     self, access, ArrayDef, ClassDef, Enter, Event, Leave, Line, MethodDef, MethodId, TraceInfo,
 };
-use crate::read::{fail, DecodeError, EventReader, Format};
 use std::collections::{HashMap, VecDeque};
 
 /// Where a TPTP reader takes its messages from: the binary form or the XML form.
@@ -247,59 +248,14 @@ impl Translator {
                 method: self.defined_method(at, text, m)?,
             }
         } else if e == &METHOD_ENTRY {
-            let method = self.method(at, text, m)?;
-            let depth = id(at, text, m, "stackDepth")?;
-            self.depths.insert(thread, depth);
-            Event::MethodEnter(Enter {
-                ticks,
-                thread,
-                method,
-                object: match id(at, text, m, "objIdRef")? {
-                    0 => model::NO_OBJECT,
-                    o => o,
-                },
-                depth,
-                ticket: m.get("ticket") as u32,
-            })
+            self.entry(at, text, m, ticks, thread)?
         } else if e == &METHOD_EXIT {
-            let method = self.method(at, text, m)?;
-            let depth = self.depths.get(&thread).copied().unwrap_or(0);
-            self.depths.insert(thread, depth.saturating_sub(1));
-            Event::MethodLeave(Leave {
-                ticks,
-                thread,
-                method,
-                depth,
-                ticket: m.get("ticket") as u32,
-                overhead: 0,
-            })
+            self.exit(at, text, m, ticks, thread)?
         } else if e == &CLASS_DEF {
-            let c = ClassDef {
-                ticks,
-                id: id(at, text, m, "classId")?,
-                name: m.text("name").to_string(),
-                source_file: m.text("sourceName").to_string(),
-                superclass: self.class_named(m.text("superclass")),
-                interfaces: m
-                    .text("interfaceNames")
-                    .split(',')
-                    .filter_map(|n| self.class_named(n))
-                    .collect(),
-                methods: Vec::new(),
-                fields: Vec::new(),
-            };
-            self.names.insert(c.id, c.name.clone());
-            self.class_ids.insert(c.name.clone(), c.id);
-            let announced = m.get("numMethods") as usize;
-            if announced > usize::from(u16::MAX) + 1 {
-                let message = format!("classDef announces {} methods", announced);
-                return fail(at, text, message);
+            match self.class_def(at, text, m, ticks)? {
+                Some(event) => event,
+                None => return Ok(()), // its methods follow
             }
-            if announced > 0 {
-                self.class = Some((at, c, announced));
-                return Ok(());
-            }
-            Event::ClassDefine(Box::new(c))
         } else if e == &TRACE_START {
             refers(at, text, m, "agentIdRef", &self.agent)?;
             self.trace = m.text("traceId").to_string();
@@ -372,6 +328,90 @@ impl Translator {
         };
         out.push_back((at, event));
         Ok(())
+    }
+
+    /// methodEntry: a frame of `thread` at its depth.
+    fn entry(
+        &mut self,
+        at: usize,
+        text: bool,
+        m: &Message,
+        ticks: u64,
+        thread: u32,
+    ) -> Result<Event, DecodeError> {
+        let method = self.method(at, text, m)?;
+        let depth = id(at, text, m, "stackDepth")?;
+        self.depths.insert(thread, depth);
+        Ok(Event::MethodEnter(Enter {
+            ticks,
+            thread,
+            method,
+            object: match id(at, text, m, "objIdRef")? {
+                0 => model::NO_OBJECT,
+                o => o,
+            },
+            depth,
+            ticket: m.get("ticket") as u32,
+        }))
+    }
+
+    /// methodExit: the depth is that of the thread's top frame.
+    fn exit(
+        &mut self,
+        at: usize,
+        text: bool,
+        m: &Message,
+        ticks: u64,
+        thread: u32,
+    ) -> Result<Event, DecodeError> {
+        let method = self.method(at, text, m)?;
+        let depth = self.depths.get(&thread).copied().unwrap_or(0);
+        self.depths.insert(thread, depth.saturating_sub(1));
+        Ok(Event::MethodLeave(Leave {
+            ticks,
+            thread,
+            method,
+            depth,
+            ticket: m.get("ticket") as u32,
+            overhead: 0,
+        }))
+    }
+
+    /// classDef: the class, or None when methodDefs announced by it follow (it is held until
+    /// the last).
+    fn class_def(
+        &mut self,
+        at: usize,
+        text: bool,
+        m: &Message,
+        ticks: u64,
+    ) -> Result<Option<Event>, DecodeError> {
+        let c = ClassDef {
+            ticks,
+            id: id(at, text, m, "classId")?,
+            name: m.text("name").to_string(),
+            source_file: m.text("sourceName").to_string(),
+            superclass: self.class_named(m.text("superclass")),
+            interfaces: m
+                .text("interfaceNames")
+                .split(',')
+                .filter_map(|n| self.class_named(n))
+                .collect(),
+            methods: Vec::new(),
+            fields: Vec::new(),
+        };
+        self.names.insert(c.id, c.name.clone());
+        self.class_ids.insert(c.name.clone(), c.id);
+        let announced = m.get("numMethods") as usize;
+        if announced > usize::from(u16::MAX) + 1 {
+            let message = format!("classDef announces {} methods", announced);
+            return fail(at, text, message);
+        }
+        if announced > 0 {
+            self.class = Some((at, c, announced));
+            return Ok(None);
+        }
+        Ok(Some(Event::ClassDefine(Box::new(c))))
     }
 
     /// After the last message: a file ends with agentDestroy.

@@ -298,9 +298,7 @@ impl<E: Encode> TptpSink<E> {
         o: &ObjectDef,
     ) -> io::Result<()> {
         let size = o.array.map_or(0, |a| u64::from(a.length));
-        let is_array = o.array.map_or(0, |a| {
-            crate::jinsight::jvmpi_is_array(a.element.descriptor())
-        });
+        let is_array = o.array.map_or(0, |a| a.element.jvmpi_is_array());
         let mut m = Message::new(element)
             .long("time", o.ticks)
             .set("isArray", Value::Byte(is_array))

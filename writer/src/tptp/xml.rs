@@ -6,8 +6,9 @@
 use super::read::{Messages, Reader};
 use super::sink::{Encode, EntryMessage, ExitMessage};
 use super::*;
+use crate::codec::{fail, DecodeError};
+use crate::format::Format;
 use crate::model::TraceInfo;
-use crate::read::{fail, DecodeError, Format};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Read, Write};
 
