@@ -112,7 +112,7 @@ pub fn start(clock: Clock) -> (Source, u32) {
         return (source, rate);
     }
     // Each end of the window is known to within a few tens of nanoseconds (the tightest of
-    // five pairs), so 2 ms gives the rate to ~0.001%, well inside the 0.1% DESIGN.md asks and
+    // five pairs), so 2 ms gives the rate to ~0.001%, well inside the 0.1% the clock must hold and
     // below the rounding to whole ticks per microsecond; the file's header gets the rate
     // measured over the whole run when it is closed (`refined_rate`). Every millisecond here
     // is a millisecond added to the JVM's start-up.
@@ -194,7 +194,7 @@ fn pair() -> (u64, u64) {
 mod tests {
     use super::*;
 
-    /// DESIGN.md: the calibrated rate is within 0.1% of the true one. The start-up window is
+    /// The calibrated rate is within 0.1% of the true one (docs/formats.md, STORE CLOCK). The start-up window is
     /// 2 ms; the rate over half a second is the reference.
     #[test]
     fn the_start_up_calibration_is_within_a_tenth_of_a_percent() {

@@ -1,5 +1,5 @@
 /**
- * The DESIGN.md anchor "JNI static native + rdtsc + thread-local store": CallBench's three
+ * The anchor "JNI static native + rdtsc + thread-local store" (bench/README.md): CallBench's three
  * calls, instrumented by hand with two static natives each (floor_natives.c) that read the
  * TSC and store a 32-byte record into a thread-local ring. Nothing is written out, so this is
  * the floor under any JNI-trampoline tracer on this machine. Prints ns per iteration.

@@ -1,4 +1,4 @@
-/* The floor of a JNI-trampoline tracer (DESIGN.md's anchor): FloorBench's static natives read
+/* The floor of a JNI-trampoline tracer (an anchor of bench/README.md): FloorBench's static natives read
  * the TSC and store one 32-byte record (ticks, key, kind) into a thread-local ring of 64 Ki
  * records. No writer, no checks: what is left when everything but the clock and the store is
  * taken away.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jlive's benchmark: one table, measured in one run, side by side with the anchors of
-# DESIGN.md. Not a test: it asserts nothing, it reports (medians, as ratios).
+# jlive's benchmark: one table, measured in one run, side by side with the anchors that
+# bench/README.md names. Not a test: it asserts nothing, it reports (medians, as ratios).
 #
 #   bench/run.sh                  # everything (10 minutes on the Xeon of run 28, ~20 on the EPYC)
 #   ROUNDS=3 bench/run.sh         # fewer rounds of the real programs (default 5)

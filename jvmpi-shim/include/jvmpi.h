@@ -1,6 +1,7 @@
 /*
  * jvmpi.h for agents built against jlive's JVMPI shim: the numbers and layouts of the JVMPI
- * of JDK 1.2 to 5, written from ../shared/specs/jvmpi-abi.md (not a copy of any JDK header).
+ * of JDK 1.2 to 5, written from the JVMPI specification (not a copy of any JDK header); src/abi.rs
+ * draws the same layouts for the shim.
  * A legacy agent keeps its own jvmpi.h: the shim serves the same binary interface.
  */
 #ifndef JLIVE_JVMPI_H

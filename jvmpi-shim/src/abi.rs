@@ -1,4 +1,4 @@
-//! jvmpi.h as JDK 1.2 to 5 shipped it, for LP64 (`../shared/specs/jvmpi-abi.md`): the numbers
+//! jvmpi.h as JDK 1.2 to 5 shipped it, for LP64 (C agents get it as `include/jvmpi.h`): the numbers
 //! and layouts a legacy agent was compiled against.
 //!
 //! ```text

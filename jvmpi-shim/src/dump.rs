@@ -1,5 +1,5 @@
 //! HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP, in the byte formats of the specification's
-//! section 4, as the VMs of the era wrote them (`../shared/specs/jvmpi-abi.md`): u1 as is,
+//! section 4, as the VMs of the era wrote them (`include/jvmpi.h` has the numbers): u1 as is,
 //! u2/u4/u8 big-endian, IDs (jobjectID, JNIEnv*, raw monitor, name pointer) native pointers in
 //! native byte order.
 //!

@@ -454,6 +454,18 @@ impl<W: Write + Seek> Encoder<W> {
                 kind,
                 ..
             } => self.values(*class, *object, *thread, *method, *kind, values),
+            Event::ObjectRefs { .. }
+            | Event::ArrayRefs { .. }
+            | Event::StaticRoot { .. }
+            | Event::Root { .. }
+            | Event::Generation { .. }
+            | Event::EndOfReport { .. } => self.heap_part(event),
+        }
+    }
+
+    /// The body of a heap dump's event (heap= walks).
+    fn heap_part(&mut self, event: &Event) {
+        match event {
             Event::ObjectRefs { object, to } => {
                 self.u32(*object);
                 self.objects(to, true);
@@ -479,6 +491,7 @@ impl<W: Write + Seek> Encoder<W> {
             }
             Event::Generation { .. } => {}
             Event::EndOfReport { events } => self.u32(*events),
+            _ => {}
         }
     }
 }

@@ -1,8 +1,7 @@
 //! The JinsightLive binary trace format (version 8), as IBM's JinsightLive reader loads it
-//! (`format=binary`). Sources: shared/specs/jinsightlive-binary-format.txt and
-//! jinsight-reader-facts.md. `sink.rs` turns model events into these events, `encode.rs`
-//! into bytes; `decode.rs` reads the bytes back, `read.rs` turns them into model events, and
-//! `check.rs` checks a file.
+//! (`format=binary`); docs/formats.md tells what the reader and visualizer take of it.
+//! `sink.rs` turns model events into these events, `encode.rs` into bytes; `decode.rs` reads
+//! the bytes back, `read.rs` turns them into model events, and `check.rs` checks a file.
 //!
 //! ```text
 //! file    := header event* TraceEnd

@@ -139,10 +139,6 @@ impl Translator {
         event: Event,
         out: &mut VecDeque<(usize, model::Event)>,
     ) -> Result<Option<model::Event>, DecodeError> {
-        let heap = |latest, part| model::Event::Heap {
-            ticks: latest,
-            part: Box::new(part),
-        };
         Ok(Some(match event {
             // Made plain calls by `plain_calls`.
             Event::ClassDefine { .. }
@@ -245,6 +241,41 @@ impl Translator {
                 ticks,
                 burst: self.bursts,
             },
+            e @ (Event::ObjectRefs { .. }
+            | Event::ArrayRefs { .. }
+            | Event::StaticRoot { .. }
+            | Event::Root { .. }
+            | Event::Generation { .. }
+            | Event::EndOfReport { .. }) => return Ok(self.heap(e)),
+            Event::Values {
+                ticks,
+                kind,
+                class,
+                object,
+                thread,
+                method,
+                values,
+            } => model::Event::Values(Box::new(model::Values {
+                ticks,
+                thread,
+                method: MethodId {
+                    class: u32::from(class),
+                    index: method,
+                },
+                object,
+                kind,
+                values,
+            })),
+        }))
+    }
+
+    /// A heap dump's part (heap= walks), at the latest ticks but for a generation's.
+    fn heap(&self, event: Event) -> Option<model::Event> {
+        let heap = |latest, part| model::Event::Heap {
+            ticks: latest,
+            part: Box::new(part),
+        };
+        Some(match event {
             Event::ObjectRefs { object, to } => heap(
                 self.latest,
                 HeapPart::Refs {
@@ -282,26 +313,8 @@ impl Translator {
             ),
             Event::Generation { ticks } => heap(ticks, HeapPart::Generation),
             Event::EndOfReport { events } => heap(self.latest, HeapPart::EndOfReport { events }),
-            Event::Values {
-                ticks,
-                kind,
-                class,
-                object,
-                thread,
-                method,
-                values,
-            } => model::Event::Values(Box::new(model::Values {
-                ticks,
-                thread,
-                method: MethodId {
-                    class: u32::from(class),
-                    index: method,
-                },
-                object,
-                kind,
-                values,
-            })),
-        }))
+            _ => return None,
+        })
     }
 
     /// MONITOR_CONTENTION, untimed: an enter (pushed to `out`) and its entered, at the

@@ -1,5 +1,5 @@
-//! ORCA (`format=orca`): concurrency traces as two text files, after
-//! `specs/orca-log-format.txt`. The event log is FILE, the meta log FILE.meta; one record per
+//! ORCA (`format=orca`): concurrency traces as two text files (docs/formats.md tells what ORCA
+//! reads of them). The event log is FILE, the meta log FILE.meta; one record per
 //! line, fields separated by commas:
 //!
 //! ```text

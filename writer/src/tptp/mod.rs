@@ -1,8 +1,8 @@
 //! Eclipse TPTP traces: the binary format (TBF, `format=tptp`, `.trcbin`) and the XML trace it
-//! mirrors message for message (`format=tptp-xml`, `.trcxml`). Sources:
-//! shared/specs/tptp-binary-format.txt and tptp-xml-facts.md. One table of messages
-//! ([`ELEMENTS`]) drives both: `sink.rs` turns model events into messages, `binary.rs` and
-//! `xml.rs` turn messages into bytes and back, `read.rs` turns messages into model events.
+//! mirrors message for message (`format=tptp-xml`, `.trcxml`); `trace.dtd` declares the XML and
+//! docs/formats.md tells what TPTP reads of them. One table of messages ([`ELEMENTS`]) drives
+//! both: `sink.rs` turns model events into messages, `binary.rs` and `xml.rs` turn messages
+//! into bytes and back, `read.rs` turns messages into model events.
 //!
 //! ```text
 //! binary file := header system-message* data-message*
