@@ -82,7 +82,9 @@ pub fn host(vm: Vm, before: &str, spec: &str) -> Result<(), String> {
     }
     // The JVM's own library directory first, then java.library.path (as -Xrun searched).
     let mut dirs = Vec::new();
-    let jvmti = Jvmti::from_vm(vm.raw()).ok_or("this JVM offers no JVMTI 1.2 environment")?;
+    let jvmti = vm
+        .jvmti()
+        .ok_or("this JVM offers no JVMTI 1.2 environment")?;
     for key in ["sun.boot.library.path", "java.library.path"] {
         if let Some(value) = jvmti.system_property(key) {
             dirs.extend(value.split(':').filter(|d| !d.is_empty()).map(String::from));

@@ -7,30 +7,26 @@ use super::Capture;
 use crate::runtime::{is_object_id, Runtime};
 use crate::transport::Hub;
 use jlive_jvm::jni::Jni;
-use jlive_jvm::jvmti::{jthread, Jvmti};
+use jlive_jvm::refs::Local;
 use jlive_writer::record::{RecordKind, Symbols, NOT_ARRAY};
-use jni_sys::{jobject, JNIEnv};
 
 impl Capture {
-    /// An allocation of `object` on `thread` (null: the current one). `site` (capture=bci's
+    /// An allocation of `object` on `thread` (None: the current one). `site` (capture=bci's
     /// allocation sites, which report each object once, after its constructor): an object its
     /// constructor tagged already (objects=on) is still this allocation for a user trace
     /// library.
     pub fn allocated(
         &self,
         rt: &'static Runtime,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        object: jobject,
-        thread: jthread,
+        jni: Jni<'_>,
+        object: &Local<'_>,
+        thread: Option<&Local<'_>>,
         site: bool,
     ) {
-        let Some(jni) = Jni::from_callback(jni) else {
-            return;
-        };
-        if !self.capturing(rt) || object.is_null() {
+        if !self.capturing(rt) {
             return;
         }
+        let jvmti = rt.jvmti();
         let subscriber = self.subscriber().filter(|s| s.delivering());
         match jvmti.tag(object) {
             Ok(0) => {}
@@ -46,7 +42,11 @@ impl Capture {
             }
             _ => return,
         }
-        if Hub::current().is_none() && !rt.attach_java_thread(jvmti, thread) {
+        let attached = || match thread {
+            Some(thread) => rt.attach_java_thread(jvmti, thread),
+            None => rt.attach_current_thread(),
+        };
+        if Hub::current().is_none() && !attached() {
             return;
         }
         let Some(key) = rt.class_of(jvmti, jni, object) else {
@@ -57,7 +57,8 @@ impl Capture {
             return;
         }
         let length = if rt.classes(jvmti, jni).is_array(key) {
-            jni.array_length(object) as u32
+            jni.array_length(jvmti, object)
+                .map_or(NOT_ARRAY, |n| n as u32)
         } else {
             NOT_ARRAY
         };

@@ -5,28 +5,28 @@
 
 use super::Capture;
 use crate::runtime::Runtime;
-use jlive_jvm::jvmti::{jthread, Jvmti};
+use jlive_jvm::jni::Jni;
+use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::record::{MethodKey, NO_OBJECT};
-use jni_sys::{jmethodID, jvalue, JNIEnv};
+use jni_sys::jvalue;
 
 impl Capture {
     /// MethodEntry of `method` on `thread`, seen at `ticks`.
-    #[allow(clippy::too_many_arguments)]
     pub fn method_entry(
         &self,
         rt: &'static Runtime,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         ticks: u64,
     ) {
+        let jvmti = rt.jvmti();
         let object = if rt.options().objects {
             rt.receiver(jvmti, jni, thread, ticks)
         } else {
             NO_OBJECT
         };
-        self.entered(rt, ticks, method as MethodKey, object, || {
+        self.entered(rt, ticks, method.key() as MethodKey, object, || {
             rt.attach_java_thread(jvmti, thread)
         });
         if self.values.active() {
@@ -40,19 +40,19 @@ impl Capture {
     pub fn method_exit(
         &self,
         rt: &'static Runtime,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         by_exception: bool,
         value: jvalue,
         ticks: u64,
     ) {
+        let jvmti = rt.jvmti();
         if self.values.active() {
             self.values
                 .exiting(rt, jvmti, jni, thread, method, by_exception, value, ticks);
         }
-        self.exited(rt, ticks, method as MethodKey, || {
+        self.exited(rt, ticks, method.key() as MethodKey, || {
             rt.attach_java_thread(jvmti, thread)
         });
     }

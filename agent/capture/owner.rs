@@ -23,9 +23,9 @@
 
 use super::Capture;
 use crate::transport::Hub;
-use jlive_jvm::jni::{Arg, Field, Global, Jni, Method};
-use jlive_jvm::jvmti::{jthread, Jvmti};
-use jni_sys::jobject;
+use jlive_jvm::jni::{Arg, Jni, Method, Slot};
+use jlive_jvm::jvmti::Jvmti;
+use jlive_jvm::refs::{Global, Local};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,7 +40,7 @@ pub struct Owners {
     owner_id: Method,
     lock_hash: Method,
     /// Thread.tid.
-    tid: Field,
+    tid: Slot,
     /// JDK 18 and earlier: Thread.getId(), which ThreadInfo takes a thread's ID from and a
     /// subclass may override (later JDKs call the final threadId()).
     get_id: Option<Method>,
@@ -61,9 +61,8 @@ pub struct Owners {
 /// reaches [`virtual_thread_started`] (where the JVM has virtual threads). Without
 /// java.management, every owner is asked at a safepoint.
 pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool) {
-    let Some(_frame) = jni.local_frame(32) else {
-        return;
-    };
+    let frame = jni.local_frame(32);
+    let jni = frame.jni();
     let found = (|| {
         // The platform's own helper where it has one: ManagementFactory finds its beans
         // through a ServiceLoader (twice the classes, 3% of h2's script).
@@ -75,12 +74,12 @@ pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool
         .find_map(|name| {
             let class = jni.find_class(name)?;
             let get = jni.method(
-                class,
+                &class,
                 c"getThreadMXBean",
                 c"()Ljava/lang/management/ThreadMXBean;",
                 true,
             )?;
-            jni.global(jni.call(class, &get, &[])?.object()?)
+            jni.global(&jni.call(&class, &get, &[])?.object()?)
         })?;
         let bean = jni.find_class(c"java/lang/management/ThreadMXBean")?;
         let info = jni.find_class(c"java/lang/management/ThreadInfo")?;
@@ -93,22 +92,22 @@ pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool
         Some(Owners {
             mxbean,
             thread_info: jni.method(
-                bean,
+                &bean,
                 c"getThreadInfo",
                 c"(J)Ljava/lang/management/ThreadInfo;",
                 false,
             )?,
             lock_info: jni.method(
-                info,
+                &info,
                 c"getLockInfo",
                 c"()Ljava/lang/management/LockInfo;",
                 false,
             )?,
-            owner_id: jni.method(info, c"getLockOwnerId", c"()J", false)?,
-            lock_hash: jni.method(lock, c"getIdentityHashCode", c"()I", false)?,
-            tid: jni.field(thread, c"tid", c"J")?,
+            owner_id: jni.method(&info, c"getLockOwnerId", c"()J", false)?,
+            lock_hash: jni.method(&lock, c"getIdentityHashCode", c"()I", false)?,
+            tid: jni.field(&thread, c"tid", c"J")?,
             get_id: if jdk < 19 {
-                Some(jni.method(thread, c"getId", c"()J", false)?)
+                Some(jni.method(&thread, c"getId", c"()J", false)?)
             } else {
                 None
             },
@@ -129,10 +128,10 @@ pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool
     let Some(owners) = capture.owners() else {
         return;
     };
-    let threads = jvmti.all_threads().unwrap_or_default();
+    let threads = jvmti.all_threads(jni).unwrap_or_default();
     jni.ensure_local_capacity(threads.len());
     for thread in threads {
-        owners.started(jvmti, jni, thread);
+        owners.started(jvmti, jni, &thread);
         jni.delete_local(thread);
     }
     // The first calls link ThreadImpl's and ThreadInfo's code, and a thread waiting on a lock
@@ -161,35 +160,37 @@ pub fn init(capture: &Capture, jvmti: Jvmti, jni: Jni<'_>, follows_virtual: bool
 impl Owners {
     /// Queries the live threads until one's ThreadInfo names a lock; whether one did.
     fn link(&self, jvmti: Jvmti, jni: Jni<'_>) -> bool {
-        let _frame = jni.local_frame(8);
-        let threads = jvmti.all_threads().unwrap_or_default();
+        let frame = jni.local_frame(8);
+        let jni = frame.jni();
+        let threads = jvmti.all_threads(jni).unwrap_or_default();
         jni.ensure_local_capacity(threads.len());
         threads.into_iter().any(|thread| {
-            let _each = jni.local_frame(8);
-            jni.long_field(thread, &self.tid)
-                .and_then(|tid| jni.call(self.mxbean.raw(), &self.thread_info, &[Arg::Long(tid)]))
+            let each = jni.local_frame(8);
+            let jni = each.jni();
+            jni.long_field(&thread, &self.tid)
+                .and_then(|tid| jni.call(&self.mxbean, &self.thread_info, &[Arg::Long(tid)]))
                 .and_then(|info| info.object())
-                .and_then(|info| jni.call(info, &self.lock_info, &[]))
+                .and_then(|info| jni.call(&info, &self.lock_info, &[]))
                 .and_then(|lock| lock.object())
                 .is_some()
         })
     }
 
-    fn started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
+    fn started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: &Local<'_>) {
         let Some(tid) = jni.long_field(thread, &self.tid) else {
             return;
         };
         let Some(class) = jni.object_class(thread) else {
             return;
         };
-        let signature = jvmti.class_signature(class).unwrap_or_default();
+        let signature = jvmti.class_signature(&class).unwrap_or_default();
         // Once unusable, there is nothing left to learn from getId().
         if let Some(get_id) = self
             .get_id
             .as_ref()
             .filter(|_| self.usable.load(Ordering::Relaxed))
         {
-            if jni.overrides(class, c"getId", c"()J", get_id)
+            if jni.overrides(&class, c"getId", c"()J", get_id)
                 && self.usable.swap(false, Ordering::Relaxed)
             {
                 crate::log::info(&format!(
@@ -217,9 +218,10 @@ impl Owners {
         if !self.usable.load(Ordering::Relaxed) {
             return None;
         }
-        let _frame = jni.local_frame(8)?;
-        let me = jvmti.current_thread()?;
-        let tid = jni.long_field(me, &self.tid)?;
+        let frame = jni.local_frame(8);
+        let jni = frame.jni();
+        let me = jvmti.current_thread(jni)?;
+        let tid = jni.long_field(&me, &self.tid)?;
         // A platform thread: a virtual one has no ThreadInfo.
         self.threads.lock().get(&tid)?.as_ref()?;
         // Quiet on this thread's buffer: without one, its Java calls could be recorded.
@@ -227,13 +229,13 @@ impl Owners {
         // Some(owner ID), or None when no owner is named.
         let named = hub.quietly(|| {
             let info = jni
-                .call(self.mxbean.raw(), &self.thread_info, &[Arg::Long(tid)])?
+                .call(&self.mxbean, &self.thread_info, &[Arg::Long(tid)])?
                 .object()?;
-            let Some(lock) = jni.call(info, &self.lock_info, &[])?.object() else {
+            let Some(lock) = jni.call(&info, &self.lock_info, &[])?.object() else {
                 return Some(None);
             };
-            let hash = jni.call(lock, &self.lock_hash, &[])?.int()?;
-            let owner = jni.call(info, &self.owner_id, &[])?.long()?;
+            let hash = jni.call(&lock, &self.lock_hash, &[])?.int()?;
+            let owner = jni.call(&info, &self.owner_id, &[])?.long()?;
             (hash as u32 == monitor).then_some((owner >= 0).then_some(owner))
         })?;
         match named {
@@ -248,12 +250,12 @@ impl Owners {
 
 impl Owners {
     /// ThreadStart: the thread joins the map.
-    pub fn thread_started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: jthread) {
+    pub fn thread_started(&self, jvmti: Jvmti, jni: Jni<'_>, thread: &Local<'_>) {
         self.started(jvmti, jni, thread);
     }
 
     /// ThreadEnd: the thread leaves it.
-    pub fn thread_ended(&self, jni: Jni<'_>, thread: jthread) {
+    pub fn thread_ended(&self, jni: Jni<'_>, thread: &Local<'_>) {
         if let Some(tid) = jni.long_field(thread, &self.tid) {
             self.threads.lock().remove(&tid);
         }
@@ -288,7 +290,7 @@ pub fn owner_hash(
     hub: &Hub,
     jvmti: Jvmti,
     jni: Jni<'_>,
-    monitor: jobject,
+    monitor: &Local<'_>,
     monitor_hash: u32,
     after_wait: bool,
 ) -> u32 {
@@ -299,8 +301,10 @@ pub fn owner_hash(
         }
         o.asked.fetch_add(1, Ordering::Relaxed);
     }
-    jvmti
-        .monitor_owner(monitor)
-        .and_then(|t| jvmti.object_hash_code(t))
-        .unwrap_or(0)
+    let Some(owner) = jvmti.monitor_owner(jni, monitor) else {
+        return 0;
+    };
+    let hash = jvmti.object_hash_code(&owner).unwrap_or(0);
+    jni.delete_local(owner);
+    hash
 }

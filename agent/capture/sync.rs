@@ -25,9 +25,10 @@ use crate::symbols::Classes;
 use crate::transport::Hub;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{FrameInfo, Jvmti};
+use jlive_jvm::refs::{Class, Local, MethodId};
 use jlive_writer::model::SyncKind;
 use jlive_writer::record::{MethodRef, Payload, RecordKind, Symbols, SyncInfo, NO_OBJECT};
-use jni_sys::{jclass, jint, jmethodID, jobject, JNIEnv};
+use jni_sys::jint;
 use std::sync::OnceLock;
 
 /// The deepest stack an event carries.
@@ -43,17 +44,18 @@ pub struct Sync {
 
 impl Sync {
     /// Remembers JliveTrampoline's methods (from `bind`).
-    pub fn trampoline_bound(&self, jvmti: Jvmti, class: jclass) {
+    pub fn trampoline_bound(&self, jvmti: Jvmti, class: &Class<'_>) {
         let methods = jvmti.class_methods(class).unwrap_or_default();
         let _ = self
             .trampoline_methods
-            .set(methods.into_iter().map(|m| m as usize).collect());
+            .set(methods.into_iter().map(|m| m.key()).collect());
     }
 
-    pub fn is_trampoline(&self, method: jmethodID) -> bool {
+    pub fn is_trampoline(&self, method: Option<MethodId>) -> bool {
         self.trampoline_methods
             .get()
-            .is_some_and(|m| m.contains(&(method as usize)))
+            .zip(method)
+            .is_some_and(|(m, method)| m.contains(&method.key()))
     }
 }
 
@@ -78,9 +80,9 @@ impl Capture {
         &self,
         p: &'static Runtime,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
+        jni: Jni<'_>,
         kind: SyncKind,
-        object: jobject,
+        object: Option<&Local<'_>>,
         skip: jint,
     ) -> bool {
         // Not inside jlive's own Java code (the owner query's).
@@ -88,10 +90,6 @@ impl Capture {
             return false;
         }
         let ticks = clock::ticks();
-        let env = jni;
-        let Some(jni) = Jni::from_callback(env) else {
-            return false;
-        };
         let mut frames = [FrameInfo::default(); MAX_FRAMES];
         let n = jvmti.stack_trace(skip, &mut frames);
         if frames[..n]
@@ -101,24 +99,19 @@ impl Capture {
             return false;
         }
         // A class reference per frame not seen before, and the monitor's owner.
-        let _frame = jni.local_frame(MAX_FRAMES as i32 + 16);
+        let frame = jni.local_frame(MAX_FRAMES as i32 + 16);
+        let jni = frame.jni();
         let classes = p.classes(jvmti, jni);
         let mut stack = Vec::with_capacity(n);
         for f in &frames[..n] {
-            if let Some(m) = frame_method(p, &classes, f.method) {
+            if let Some(m) = f.method.and_then(|m| frame_method(p, &classes, m)) {
                 if is_thread_hook(p, m) {
                     return false;
                 }
                 stack.push((m, f.location));
             }
         }
-        let hash = |o: jobject| {
-            if o.is_null() {
-                0
-            } else {
-                jvmti.object_hash_code(o).unwrap_or(0)
-            }
-        };
+        let hash = |o: Option<&Local<'_>>| o.and_then(|o| jvmti.object_hash_code(o)).unwrap_or(0);
         let in_object_wait = stack.first().is_some_and(|&(m, _)| is_object_wait(p, m));
         // HotSpot sends MonitorWaited, without a MonitorWait, after a wait of its own: a thread
         // that waited for another to initialize a class. Only Object.wait's count.
@@ -129,10 +122,10 @@ impl Capture {
         let Some(b) = p.hub().current_or(|| p.attach_current_thread()) else {
             return false;
         };
-        let thread_hash = jvmti.current_thread().map_or(0, hash);
+        let thread_hash = hash(jvmti.current_thread(jni).as_ref());
         let object_hash = hash(object);
-        let owner_hash = if kind == SyncKind::ContendedEnter {
-            owner::owner_hash(
+        let owner_hash = match object.filter(|_| kind == SyncKind::ContendedEnter) {
+            Some(object) => owner::owner_hash(
                 self.owners(),
                 p.hub(),
                 jvmti,
@@ -140,16 +133,14 @@ impl Capture {
                 object,
                 object_hash,
                 in_object_wait,
-            )
-        } else {
-            0
+            ),
+            None => 0,
         };
         // Formats but ORCA name objects by ID: the monitor (or thread) is tagged, and defined
         // first, as a receiver is.
-        let (object_id, object_class) = if p.options().monitor_object_ids() && !object.is_null() {
-            p.object_identity(jvmti, env, object, ticks)
-        } else {
-            (NO_OBJECT, None)
+        let (object_id, object_class) = match object.filter(|_| p.options().monitor_object_ids()) {
+            Some(object) => p.object_identity(jvmti, jni, object, ticks),
+            None => (NO_OBJECT, None),
         };
         let info = SyncInfo {
             kind,
@@ -195,15 +186,15 @@ fn is_thread_hook(p: &Runtime, m: MethodRef) -> bool {
 }
 
 /// A frame's method as the registry knows it (its class registered on first sight).
-fn frame_method(p: &Runtime, classes: &Classes, method: jmethodID) -> Option<MethodRef> {
-    if let Some(m) = p.symbols().frame_method(method as u64) {
+fn frame_method(p: &Runtime, classes: &Classes, method: MethodId) -> Option<MethodRef> {
+    if let Some(m) = p.symbols().frame_method(method.key() as u64) {
         return Some(m);
     }
-    let class = classes.jvmti.method_declaring_class(method)?;
-    let key = p.hub().quietly(|| classes.key(class))?;
+    let class = classes.jvmti.method_declaring_class(classes.jni, method)?;
+    let key = p.hub().quietly(|| classes.key(&class))?;
     let index = classes
         .jvmti
-        .class_methods(class)
+        .class_methods(&class)
         .ok()?
         .iter()
         .position(|&m| m == method)?;
@@ -211,7 +202,7 @@ fn frame_method(p: &Runtime, classes: &Classes, method: jmethodID) -> Option<Met
         class: key,
         index: u16::try_from(index).ok()?,
     };
-    p.symbols().put_frame_method(method as u64, m);
+    p.symbols().put_frame_method(method.key() as u64, m);
     Some(m)
 }
 
@@ -270,8 +261,8 @@ pub fn hook_calls(p: &Runtime, name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
 /// with every loaded class).
 pub fn hook_thread_class(jvmti: Jvmti, jni: Jni<'_>) {
     // The classes' local references live as long as the closure.
-    let retransformed = crate::symbols::with_loaded_classes(jvmti, jni, |loaded| {
-        let thread = loaded.into_iter().find(|&c| {
+    let retransformed = crate::symbols::with_loaded_classes(jvmti, jni, |_, loaded| {
+        let thread = loaded.into_iter().find(|c| {
             jvmti
                 .class_signature(c)
                 .is_ok_and(|s| s == "Ljava/lang/Thread;")

@@ -8,11 +8,12 @@
 
 use crate::runtime::Runtime;
 use crate::symbols::internal_name;
-use jlive_jvm::jni::Jni;
-use jlive_jvm::jvmti::{jthread, Jvmti, ACC_NATIVE, ACC_STATIC};
+use jlive_jvm::jni::{FieldValue, Jni};
+use jlive_jvm::jvmti::{Jvmti, ACC_NATIVE, ACC_STATIC};
+use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::model::{Value, ValuesKind, NO_OBJECT};
 use jlive_writer::record::{MethodKey, Payload, RecordKind, ValuesInfo};
-use jni_sys::{jmethodID, jobject, jvalue, JNIEnv};
+use jni_sys::jvalue;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,21 +53,23 @@ struct Plan {
 
 impl Values {
     /// What to read of `method`'s calls (looked up once per method).
-    fn plan(&self, jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
-        if let Some(known) = self.filters.read().as_ref()?.plans.get(&(method as usize)) {
+    fn plan(&self, jvmti: Jvmti, jni: Jni<'_>, method: MethodId) -> Option<Arc<Plan>> {
+        if let Some(known) = self.filters.read().as_ref()?.plans.get(&method.key()) {
             return known.clone();
         }
-        let made = self.make_plan(jvmti, method);
+        let made = self.make_plan(jvmti, jni, method);
         let mut filters = self.filters.write();
         let filters = filters.as_mut()?;
-        filters.plans.insert(method as usize, made.clone());
+        filters.plans.insert(method.key(), made.clone());
         made
     }
 
-    fn make_plan(&self, jvmti: Jvmti, method: jmethodID) -> Option<Arc<Plan>> {
+    fn make_plan(&self, jvmti: Jvmti, jni: Jni<'_>, method: MethodId) -> Option<Arc<Plan>> {
         let (name, descriptor) = jvmti.method_name(method).ok()?;
-        let class = jvmti.method_declaring_class(method)?;
-        let class = internal_name(&jvmti.class_signature(class).ok()?);
+        let class = jvmti.method_declaring_class(jni, method)?;
+        let signature = jvmti.class_signature(&class).ok()?;
+        jni.delete_local(class);
+        let class = internal_name(&signature);
         let modifiers = jvmti.method_modifiers(method).ok()?;
         let filters = self.filters.read();
         let filters = filters.as_ref()?;
@@ -99,19 +102,19 @@ impl Values {
         &self,
         p: &'static Runtime,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         object: u32,
         ticks: u64,
     ) {
-        let Some(plan) = self.plan(jvmti, method) else {
+        let Some(plan) = self.plan(jvmti, jni, method) else {
             return;
         };
         let this = if plan.is_static {
             None
         } else {
-            match jvmti.local_instance(thread, 0) {
+            match jvmti.local_instance(jni, thread, 0) {
                 Some(this) => Some(this),
                 None => return,
             }
@@ -120,7 +123,7 @@ impl Values {
             arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
         }
         if plan.fields {
-            if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+            if let Some(values) = field_values(p, jvmti, jni, this.as_ref(), method, ticks) {
                 record(p, ticks, method, object, ValuesKind::FieldsAtEnter, values);
             }
         }
@@ -133,14 +136,14 @@ impl Values {
         &self,
         p: &'static Runtime,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         by_exception: bool,
         value: jvalue,
         ticks: u64,
     ) {
-        let Some(plan) = self.plan(jvmti, method) else {
+        let Some(plan) = self.plan(jvmti, jni, method) else {
             return;
         };
         // A method that threw leaves its exception pending: no JNI call, and no return value.
@@ -149,24 +152,27 @@ impl Values {
         }
         // `this`: for the fields, and as the values' object (objects=on).
         let this = (!plan.is_static && (plan.fields || p.options().objects))
-            .then(|| jvmti.local_instance(thread, 0))
+            .then(|| jvmti.local_instance(jni, thread, 0))
             .flatten();
-        let object = call_object(p, jvmti, jni, this, ticks);
+        let object = call_object(p, jvmti, jni, this.as_ref(), ticks);
         if plan.fields && (plan.is_static || this.is_some()) {
-            if let Some(values) = field_values(p, jvmti, jni, this, method, ticks) {
+            if let Some(values) = field_values(p, jvmti, jni, this.as_ref(), method, ticks) {
                 record(p, ticks, method, object, ValuesKind::FieldsAtExit, values);
             }
         }
         if !plan.returns {
             return;
         }
-        // SAFETY: JVMTI hands the return value in the union member of the method's return type.
+        // SAFETY: JVMTI hands the return value in the union member of the method's return type;
+        // an object is a local reference of this MethodExit callback, used only during it.
         let value = unsafe {
             match plan.ret {
                 b'J' => Value::Long(value.j),
                 b'D' => Value::Double(value.d.to_bits()),
                 b'F' => Value::Float(value.f.to_bits()),
-                b'L' | b'T' => object_value(p, jvmti, jni, value.l, plan.ret, ticks),
+                b'L' | b'T' => {
+                    object_value(p, jvmti, jni, Local::from_raw(value.l), plan.ret, ticks)
+                }
                 b'Z' => Value::Boolean(value.z != 0),
                 b'B' => Value::Byte(value.b),
                 b'C' => Value::Char(value.c),
@@ -245,20 +251,24 @@ fn kind(descriptor: &str) -> u8 {
 fn object_value(
     p: &'static Runtime,
     jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    object: jobject,
+    jni: Jni<'_>,
+    object: Option<Local<'_>>,
     kind: u8,
     ticks: u64,
 ) -> Value {
-    if object.is_null() {
+    let Some(mut object) = object else {
         return Value::Object(NO_OBJECT);
-    }
+    };
     if kind == b'T' {
-        if let Some(text) = Jni::from_callback(jni).and_then(|j| j.string(object)) {
-            return Value::Text(text);
+        match jni.as_string(object) {
+            Ok(s) => match jni.string(&s) {
+                Some(text) => return Value::Text(text),
+                None => object = s.into(),
+            },
+            Err(o) => object = o,
         }
     }
-    match p.object_identity(jvmti, jni, object, ticks).0 {
+    match p.object_identity(jvmti, jni, &object, ticks).0 {
         NO_OBJECT => Value::Unknown,
         id => Value::Object(id),
     }
@@ -270,39 +280,41 @@ fn object_value(
 fn field_values(
     p: &'static Runtime,
     jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    this: Option<jobject>,
-    method: jmethodID,
+    jni: Jni<'_>,
+    this: Option<&Local<'_>>,
+    method: MethodId,
     ticks: u64,
 ) -> Option<Vec<Value>> {
-    let j = Jni::from_callback(jni)?;
-    let (mut class, target) = match this {
-        Some(this) => (j.object_class(this), this),
-        None => {
-            let class = jvmti.method_declaring_class(method)?;
-            (Some(class), class as jobject)
-        }
+    let frame = jni.local_frame(16);
+    let jni = frame.jni();
+    let class = match this {
+        Some(this) => jni.object_class(this)?,
+        None => jvmti.method_declaring_class(jni, method)?,
     };
-    let mut values = Vec::new();
-    while let Some(c) = class {
-        for field in jvmti.class_fields(c).ok()? {
-            let is_static = jvmti.field_modifiers(c, field).ok()? & ACC_STATIC != 0;
-            if is_static != this.is_none() {
-                continue;
-            }
-            let (_, descriptor) = jvmti.field_name(c, field).ok()?;
-            let k = kind(&descriptor);
-            let first = *descriptor.as_bytes().first()?;
-            let value = match j.field_value(target, field, first, is_static)? {
-                jlive_jvm::jni::FieldValue::Object(o) => object_value(p, jvmti, jni, o, k, ticks),
-                jlive_jvm::jni::FieldValue::Bytes(b) => bytes_value(k, &b)?,
-            };
-            values.push(value);
-        }
-        // A static method's class's own statics only.
-        class = this.and_then(|_| j.superclass(c));
-    }
-    Some(values)
+    let layout = jni.layout(jvmti, &class)?;
+    let (descriptors, read): (Vec<&str>, _) = match this {
+        Some(this) => (
+            layout.instance().collect(),
+            jni.instance_values(this, &layout),
+        ),
+        None => (layout.statics().collect(), Some(jni.static_values(&layout))),
+    };
+    let values = read.and_then(|read| {
+        (read.len() == descriptors.len()).then(|| {
+            read.into_iter()
+                .zip(&descriptors)
+                .map(|(v, d)| {
+                    let k = kind(d);
+                    match v {
+                        FieldValue::Object(o) => Some(object_value(p, jvmti, jni, o, k, ticks)),
+                        FieldValue::Bytes(b) => bytes_value(k, &b),
+                    }
+                })
+                .collect::<Option<Vec<Value>>>()
+        })
+    });
+    jni.forget_layout(layout);
+    values.flatten()
 }
 
 /// A primitive field's value from its big-endian bytes.
@@ -327,9 +339,9 @@ fn bytes_value(kind: u8, b: &[u8]) -> Option<Value> {
 fn arguments(
     p: &'static Runtime,
     jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    thread: jthread,
-    method: jmethodID,
+    jni: Jni<'_>,
+    thread: &Local<'_>,
+    method: MethodId,
     plan: &Plan,
     object: u32,
     ticks: u64,
@@ -346,7 +358,7 @@ fn arguments(
                 .local_float(thread, 0, slot)
                 .map(|f| Value::Float(f.to_bits())),
             b'L' | b'T' => jvmti
-                .local_object(thread, 0, slot)
+                .local_object(jni, thread, 0, slot)
                 .map(|o| object_value(p, jvmti, jni, o, k, ticks)),
             _ => jvmti.local_int(thread, 0, slot).map(|i| int_value(k, i)),
         };
@@ -363,8 +375,8 @@ fn arguments(
 fn call_object(
     p: &'static Runtime,
     jvmti: Jvmti,
-    jni: *mut JNIEnv,
-    this: Option<jobject>,
+    jni: Jni<'_>,
+    this: Option<&Local<'_>>,
     ticks: u64,
 ) -> u32 {
     match this {
@@ -387,7 +399,7 @@ fn int_value(kind: u8, i: i32) -> Value {
 fn record(
     p: &'static Runtime,
     ticks: u64,
-    method: jmethodID,
+    method: MethodId,
     object: u32,
     kind: ValuesKind,
     values: Vec<Value>,
@@ -396,7 +408,7 @@ fn record(
         return;
     };
     let info = ValuesInfo {
-        method: method as MethodKey,
+        method: method.key() as MethodKey,
         object,
         kind,
         values,

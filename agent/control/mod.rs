@@ -192,16 +192,16 @@ impl Control {
             .spawn(move || {
                 crate::transport::mark_agent_thread();
                 // Attached so that it may call JVMTI (enable events, force a GC for alloc=on).
-                if p.vm().attach_daemon(c"jlive control").is_none() {
+                let Some(attached) = p.vm().attach_daemon(c"jlive control") else {
                     log::warn("the control thread cannot attach to the JVM; control is off");
                     return;
-                }
+                };
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     serve(&*p, listener, live, woken, &stop)
                 }));
                 // A thread left attached stays "in native" for HotSpot, whose exit then waits
                 // 300 ms for it to come back.
-                p.vm().detach_current();
+                drop(attached);
             })
     }
 

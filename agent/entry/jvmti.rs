@@ -2,10 +2,12 @@
 //! `session/lifecycle.rs`), and the table the session registers ([`callbacks`]). A callback
 //! whose arguments are raw buffers (ClassFileLoadHook) takes them apart here into safe types.
 
-use super::{guard, session, with_session};
+use super::{with_jni, with_session};
 use crate::clock;
+use crate::session::Session;
 use jlive_jvm::jni::Jni;
-use jlive_jvm::jvmti::{jthread, jvmtiEnv, EventCallbacks, Jvmti};
+use jlive_jvm::jvmti::{jthread, jvmtiEnv, EventCallbacks};
+use jlive_jvm::refs::{Class, Local, MethodId};
 use jlive_writer::model::SyncKind;
 use jni_sys::{jboolean, jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv};
 use std::ffi::{c_char, c_uchar, CStr};
@@ -41,72 +43,124 @@ pub fn callbacks(bci: bool) -> EventCallbacks {
     cb
 }
 
-extern "C" fn vm_init(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
-    with_session(|s| {
-        if let Some(jni) = Jni::from_callback(jni) {
-            s.vm_init(Jvmti::from_raw(env), jni)
-        }
-    });
+/// VMInit.
+unsafe extern "C" fn vm_init(_env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread) {
+    // SAFETY: called by the JVM as JVMTI VMInit: jni is this thread's env.
+    unsafe { with_jni(jni, |s, jni| s.vm_init(jni)) }
 }
 
-extern "C" fn vm_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv) {
-    with_session(|s| {
-        if let Some(jni) = Jni::from_callback(jni) {
-            s.vm_start(jni)
-        }
-    });
+unsafe extern "C" fn vm_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv) {
+    // SAFETY: called by the JVM as JVMTI VMStart: jni is this thread's env.
+    unsafe { with_jni(jni, |s, jni| s.vm_start(jni)) }
 }
 
 extern "C" fn vm_death(_env: *mut jvmtiEnv, _jni: *mut JNIEnv) {
     with_session(|s| s.close("VM death"));
 }
 
-extern "C" fn thread_start(env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
-    with_session(|s| s.thread_start(Jvmti::from_raw(env), jni, thread));
+/// A thread event's callback: the env and the thread, typed.
+///
+/// # Safety
+/// As JVMTI calls a thread event's callback: `jni` is this thread's env, `thread` a local
+/// reference of this call.
+unsafe fn with_thread(
+    jni: *mut JNIEnv,
+    thread: jthread,
+    f: impl for<'l> FnOnce(&'static Session, Jni<'l>, &Local<'l>),
+) {
+    // SAFETY: the caller's.
+    unsafe {
+        with_jni(jni, |s, jni| {
+            if let Some(thread) = Local::from_raw(thread) {
+                f(s, jni, &thread)
+            }
+        })
+    }
 }
 
-extern "C" fn thread_end(env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
-    with_session(|s| s.thread_end(Jvmti::from_raw(env), jni, thread));
+unsafe extern "C" fn thread_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
+    // SAFETY: called by the JVM as JVMTI ThreadStart.
+    unsafe { with_thread(jni, thread, |s, jni, t| s.thread_start(jni, t)) }
 }
 
-extern "C" fn virtual_thread_start(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
-    with_session(|s| s.virtual_thread_start(Jvmti::from_raw(env), vthread));
+unsafe extern "C" fn thread_end(_env: *mut jvmtiEnv, jni: *mut JNIEnv, thread: jthread) {
+    // SAFETY: called by the JVM as JVMTI ThreadEnd.
+    unsafe { with_thread(jni, thread, |s, jni, t| s.thread_end(jni, t)) }
 }
 
-extern "C" fn virtual_thread_end(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
-    with_session(|s| s.virtual_thread_end(Jvmti::from_raw(env), vthread));
+unsafe extern "C" fn virtual_thread_start(_env: *mut jvmtiEnv, jni: *mut JNIEnv, vthread: jthread) {
+    // SAFETY: called by the JVM as JVMTI VirtualThreadStart.
+    unsafe { with_thread(jni, vthread, |s, _, t| s.virtual_thread_start(t)) }
+}
+
+unsafe extern "C" fn virtual_thread_end(_env: *mut jvmtiEnv, jni: *mut JNIEnv, vthread: jthread) {
+    // SAFETY: called by the JVM as JVMTI VirtualThreadEnd.
+    unsafe { with_thread(jni, vthread, |s, _, t| s.virtual_thread_end(t)) }
 }
 
 /// The mount extension event (registered by the session at VM init).
-pub extern "C" fn virtual_thread_mount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
-    with_session(|s| s.virtual_thread_mount(Jvmti::from_raw(env), vthread));
+///
+/// # Safety
+/// Called by the JVM only, as HotSpot's VirtualThreadMount extension event (the arguments
+/// of a thread event).
+pub unsafe extern "C" fn virtual_thread_mount(
+    _env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    vthread: jthread,
+) {
+    // SAFETY: the caller's.
+    unsafe { with_thread(jni, vthread, |s, _, t| s.virtual_thread_mount(t)) }
 }
 
 /// The unmount extension event.
-pub extern "C" fn virtual_thread_unmount(env: *mut jvmtiEnv, _jni: *mut JNIEnv, vthread: jthread) {
-    with_session(|s| s.virtual_thread_unmount(Jvmti::from_raw(env), vthread));
+///
+/// # Safety
+/// As [`virtual_thread_mount`], for VirtualThreadUnmount.
+pub unsafe extern "C" fn virtual_thread_unmount(
+    _env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    vthread: jthread,
+) {
+    // SAFETY: the caller's.
+    unsafe { with_thread(jni, vthread, |s, _, t| s.virtual_thread_unmount(t)) }
 }
 
-extern "C" fn class_prepare(env: *mut jvmtiEnv, jni: *mut JNIEnv, _thread: jthread, class: jclass) {
-    with_session(|s| {
-        if let Some(jni) = Jni::from_callback(jni) {
-            s.class_prepare(Jvmti::from_raw(env), jni, class)
-        }
-    });
+unsafe extern "C" fn class_prepare(
+    _env: *mut jvmtiEnv,
+    jni: *mut JNIEnv,
+    _thread: jthread,
+    class: jclass,
+) {
+    // SAFETY: called by the JVM as JVMTI ClassPrepare: class is a local reference of this
+    // call to the class prepared.
+    unsafe {
+        with_jni(jni, |s, jni| {
+            if let Some(class) = Class::from_raw(class) {
+                s.class_prepare(jni, &class)
+            }
+        })
+    }
 }
 
-extern "C" fn method_entry(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn method_entry(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     thread: jthread,
     method: jmethodID,
 ) {
     let ticks = clock::ticks();
-    with_session(|s| s.method_entry(Jvmti::from_raw(env), jni, thread, method, ticks));
+    // SAFETY: called by the JVM as JVMTI MethodEntry: method is the method entered.
+    unsafe {
+        with_thread(jni, thread, |s, jni, t| {
+            if let Some(m) = MethodId::from_raw(method) {
+                s.method_entry(jni, t, m, ticks)
+            }
+        })
+    }
 }
 
-extern "C" fn method_exit(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn method_exit(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     thread: jthread,
     method: jmethodID,
@@ -114,21 +168,29 @@ extern "C" fn method_exit(
     value: jvalue,
 ) {
     let ticks = clock::ticks();
-    with_session(|s| {
-        let jvmti = Jvmti::from_raw(env);
-        s.method_exit(jvmti, jni, thread, method, by_exception != 0, value, ticks)
-    });
+    // SAFETY: called by the JVM as JVMTI MethodExit: method is the method left, value its
+    // result (a local reference of this call for an object).
+    unsafe {
+        with_thread(jni, thread, |s, jni, t| {
+            if let Some(m) = MethodId::from_raw(method) {
+                s.method_exit(jni, t, m, by_exception != 0, value, ticks)
+            }
+        })
+    }
 }
 
 /// MethodEntry under capture=bci: switched on only for a moment (its callback records
 /// nothing).
-extern "C" fn interpreted_only_entry(
+unsafe extern "C" fn interpreted_only_entry(
     _env: *mut jvmtiEnv,
     _jni: *mut JNIEnv,
     _thread: jthread,
     method: jmethodID,
 ) {
-    with_session(|s| s.interpreted_only_entry(method));
+    // SAFETY: called by the JVM as JVMTI MethodEntry: method is the method entered.
+    if let Some(m) = unsafe { MethodId::from_raw(method) } {
+        with_session(|s| s.interpreted_only_entry(m));
+    }
 }
 
 extern "C" fn gc_start(_env: *mut jvmtiEnv) {
@@ -143,60 +205,81 @@ extern "C" fn object_free(_env: *mut jvmtiEnv, tag: jlong) {
     with_session(|s| s.object_free(tag));
 }
 
-extern "C" fn object_alloc(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn object_alloc(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     thread: jthread,
     object: jobject,
     _class: jclass,
     _size: jlong,
 ) {
-    with_session(|s| s.object_alloc(Jvmti::from_raw(env), jni, thread, object));
+    // SAFETY: called by the JVM as JVMTI VMObjectAlloc or SampledObjectAlloc: object is a
+    // local reference of this call.
+    unsafe {
+        with_thread(jni, thread, |s, jni, t| {
+            if let Some(o) = Local::from_raw(object) {
+                s.object_alloc(jni, t, &o)
+            }
+        })
+    }
 }
 
-extern "C" fn monitor_wait(
-    env: *mut jvmtiEnv,
+/// A monitor event's callback.
+///
+/// # Safety
+/// As JVMTI calls the monitor events' callbacks: `jni` is this thread's env, `object` a local
+/// reference of this call.
+unsafe fn monitor(jni: *mut JNIEnv, kind: SyncKind, object: jobject) {
+    // SAFETY: the caller's.
+    unsafe {
+        with_jni(jni, |s, jni| {
+            if let Some(o) = Local::from_raw(object) {
+                s.monitor(jni, kind, &o)
+            }
+        })
+    }
+}
+
+unsafe extern "C" fn monitor_wait(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     _thread: jthread,
     object: jobject,
     _timeout: jlong,
 ) {
-    with_session(|s| s.monitor(Jvmti::from_raw(env), jni, SyncKind::Wait, object));
+    // SAFETY: called by the JVM as JVMTI MonitorWait.
+    unsafe { monitor(jni, SyncKind::Wait, object) }
 }
 
-extern "C" fn monitor_waited(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn monitor_waited(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     _thread: jthread,
     object: jobject,
     _timed_out: jboolean,
 ) {
-    with_session(|s| s.monitor(Jvmti::from_raw(env), jni, SyncKind::Waited, object));
+    // SAFETY: called by the JVM as JVMTI MonitorWaited.
+    unsafe { monitor(jni, SyncKind::Waited, object) }
 }
 
-extern "C" fn monitor_contended_enter(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn monitor_contended_enter(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     _thread: jthread,
     object: jobject,
 ) {
-    with_session(|s| s.monitor(Jvmti::from_raw(env), jni, SyncKind::ContendedEnter, object));
+    // SAFETY: called by the JVM as JVMTI MonitorContendedEnter.
+    unsafe { monitor(jni, SyncKind::ContendedEnter, object) }
 }
 
-extern "C" fn monitor_contended_entered(
-    env: *mut jvmtiEnv,
+unsafe extern "C" fn monitor_contended_entered(
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     _thread: jthread,
     object: jobject,
 ) {
-    with_session(|s| {
-        s.monitor(
-            Jvmti::from_raw(env),
-            jni,
-            SyncKind::ContendedEntered,
-            object,
-        )
-    });
+    // SAFETY: called by the JVM as JVMTI MonitorContendedEntered.
+    unsafe { monitor(jni, SyncKind::ContendedEntered, object) }
 }
 
 /// ClassFileLoadHook: hands the class to the session and, if it returns new bytes, gives the
@@ -207,7 +290,7 @@ extern "C" fn monitor_contended_entered(
 /// null), `length` readable bytes at `data`, and writable out-parameters.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn class_file_load_hook(
-    env: *mut jvmtiEnv,
+    _env: *mut jvmtiEnv,
     jni: *mut JNIEnv,
     redefined: jclass,
     loader: jobject,
@@ -222,22 +305,27 @@ unsafe extern "C" fn class_file_load_hook(
     {
         return;
     }
-    let Some(s) = session() else { return };
     // SAFETY: the JVM passes a NUL-terminated class name valid for this callback.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     // SAFETY: the JVM passes `length` bytes of class file at `data` for this callback.
     let bytes = unsafe { std::slice::from_raw_parts(data, length as usize) };
-    let jvmti = Jvmti::from_raw(env);
-    guard(|| {
-        let Some(out) = s.class_file_load(jvmti, jni, redefined, loader, &name, bytes) else {
-            return;
-        };
-        if let Ok(copy) = jvmti.allocate_copy(&out) {
-            // SAFETY: the out-parameters are valid for this callback; the JVM takes the memory.
-            unsafe {
+    // SAFETY: the JVMTI ClassFileLoadHook contract: jni is this thread's env, the class being
+    // redefined (or null) and the loader (or null: the bootstrap loader) are local
+    // references of this call.
+    unsafe {
+        with_jni(jni, |s, jni| {
+            let redefined = Class::from_raw(redefined);
+            let loader = Local::from_raw(loader);
+            let Some(out) =
+                s.class_file_load(jni, redefined.as_ref(), loader.as_ref(), &name, bytes)
+            else {
+                return;
+            };
+            if let Ok(copy) = s.runtime().jvmti().allocate_copy(&out) {
+                // The out-parameters are valid for this callback; the JVM takes the memory.
                 *new_length = out.len() as jint;
                 *new_data = copy;
             }
-        }
-    });
+        })
+    }
 }

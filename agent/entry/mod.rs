@@ -10,9 +10,8 @@
 use crate::log;
 use crate::options::Options;
 use crate::session::{Attached, Session, Thunks};
-use jlive_jvm::jni::Vm;
-use jlive_jvm::jvmti::Jvmti;
-use jni_sys::{jint, JavaVM, JNI_ERR, JNI_OK};
+use jlive_jvm::jni::{Jni, Vm};
+use jni_sys::{jint, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
@@ -74,6 +73,18 @@ fn with_session(f: impl FnOnce(&'static Session)) {
     })
 }
 
+/// [`with_session`] of a callback or native that has a JNIEnv.
+///
+/// # Safety
+/// `jni` is the JNIEnv the JVM passed to the callback or native now running on this thread.
+#[inline(always)]
+unsafe fn with_jni(jni: *mut JNIEnv, f: impl for<'l> FnOnce(&'static Session, Jni<'l>)) {
+    with_session(|s| {
+        // SAFETY: the caller's.
+        unsafe { Jni::with_raw(jni, |jni| f(s, jni)) };
+    })
+}
+
 /// The writer cannot write (or failed).
 fn writer_failed() {
     if let Some(s) = session() {
@@ -81,7 +92,11 @@ fn writer_failed() {
     }
 }
 
-fn option_text(options: *const c_char) -> String {
+/// The option string the JVM passes.
+///
+/// # Safety
+/// `options` is null or a NUL-terminated string valid for this call.
+unsafe fn option_text(options: *const c_char) -> String {
     if options.is_null() {
         String::new()
     } else {
@@ -99,13 +114,20 @@ fn option_text(options: *const c_char) -> String {
 /// (jni_GetEnv refuses until create_vm has returned), so no JVMTI environment could be had
 /// there. A -Xrun library without JVM_OnLoad is converted into an agent and its
 /// Agent_OnLoad is called at the normal agent time instead: `-Xrunjlive` works through this.
+///
+/// # Safety
+/// Called by the JVM only, with its JavaVM and the option string (or null).
 #[no_mangle]
-pub extern "system" fn Agent_OnLoad(
+pub unsafe extern "system" fn Agent_OnLoad(
     vm: *mut JavaVM,
     options: *mut c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    let text = option_text(options);
+    // SAFETY: the JVM's JavaVM, valid for the rest of the process; its option string.
+    let (vm, text) = unsafe { (Vm::from_raw(vm), option_text(options)) };
+    let Some(vm) = vm else {
+        return JNI_ERR;
+    };
     match catch_unwind(AssertUnwindSafe(|| load(vm, &text))) {
         Ok(Ok(())) => JNI_OK,
         Ok(Err(message)) => {
@@ -125,13 +147,20 @@ pub extern "system" fn Agent_OnLoad(
 /// An answer other than JNI_OK makes the JVM close the library again (JDK 17+), so once
 /// anything of jlive runs (the writer thread, callbacks) it answers JNI_OK, and says what
 /// failed on the JVM's stderr.
+///
+/// # Safety
+/// Called by the JVM only, with its JavaVM and the option string (or null).
 #[no_mangle]
-pub extern "system" fn Agent_OnAttach(
+pub unsafe extern "system" fn Agent_OnAttach(
     vm: *mut JavaVM,
     options: *mut c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    let text = option_text(options);
+    // SAFETY: the JVM's JavaVM, valid for the rest of the process; its option string.
+    let (vm, text) = unsafe { (Vm::from_raw(vm), option_text(options)) };
+    let Some(vm) = vm else {
+        return JNI_ERR;
+    };
     let running = || if session().is_some() { JNI_OK } else { JNI_ERR };
     match catch_unwind(AssertUnwindSafe(|| attach(vm, &text))) {
         Ok(Ok(Attached::Started)) => JNI_OK,
@@ -160,9 +189,9 @@ pub extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {
 }
 
 /// Agent_OnLoad: Ok, or the one line to print before returning JNI_ERR.
-fn load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
+fn load(vm: Vm, text: &str) -> Result<(), String> {
     if let Some((before, spec)) = crate::options::split_jvmpi(text) {
-        return crate::jvmpi::host(Vm::new(vm), before, spec);
+        return crate::jvmpi::host(vm, before, spec);
     }
     let options = Options::parse(text).map_err(|e| e.0)?;
     if options.help {
@@ -175,7 +204,7 @@ fn load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
 /// Agent_OnAttach: loads into a running JVM and does at once what VMStart and VMInit do for
 /// an agent loaded at start-up; under capture=bci that retransforms every loaded class. Ok,
 /// or the one line to print before returning JNI_ERR.
-fn attach(vm: *mut JavaVM, text: &str) -> Result<Attached, String> {
+fn attach(vm: Vm, text: &str) -> Result<Attached, String> {
     if session().is_some() {
         log::warn("jlive is already loaded in this JVM: this attach changes nothing (its options are ignored); drive it with jlive ctl");
         return Ok(Attached::AlreadyLoaded);
@@ -199,7 +228,7 @@ fn attach(vm: *mut JavaVM, text: &str) -> Result<Attached, String> {
 
 /// What Agent_OnLoad and Agent_OnAttach share: the session in its place, its callbacks
 /// registered.
-fn start(vm: *mut JavaVM, options: Options, text: &str, attached: bool) -> Result<(), String> {
+fn start(vm: Vm, options: Options, text: &str, attached: bool) -> Result<(), String> {
     if let Some(path) = &options.log {
         log::to_file(path).map_err(|e| format!("cannot open log file {}: {}", path, e))?;
     }
@@ -211,18 +240,15 @@ fn start(vm: *mut JavaVM, options: Options, text: &str, attached: bool) -> Resul
     std::panic::set_hook(Box::new(|info| {
         log::info(&format!("internal error: {}", info));
     }));
-    let jvmti = Jvmti::from_vm(vm).ok_or("this JVM offers no JVMTI 1.2 environment")?;
+    let jvmti = vm
+        .jvmti()
+        .ok_or("this JVM offers no JVMTI 1.2 environment")?;
     // Bound now, so that a port in use stops the JVM before `main`.
-    let services = crate::control::bind(&options).inspect_err(|_| jvmti.dispose())?;
-    let made = Session::new(
-        Vm::new(vm),
-        jvmti,
-        options,
-        text,
-        attached,
-        &THUNKS,
-        services,
-    )?;
+    let services = crate::control::bind(&options).inspect_err(|_| {
+        // SAFETY: made just above, and no copy of it is kept (jlive does not start).
+        unsafe { jvmti.dispose() }
+    })?;
+    let made = Session::new(vm, jvmti, options, text, attached, &THUNKS, services)?;
     if SESSION.set(made).is_err() {
         return Err("libjlive.so is loaded twice; give it once".into());
     }

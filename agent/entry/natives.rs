@@ -7,13 +7,13 @@
 //! no lock, nothing that can panic, so outside any guard) and otherwise takes the session's
 //! full path (`session/calls.rs`) in a cold function of its own, under the panic guard.
 
-use super::{session, with_session};
+use super::{session, with_jni, with_session};
 use crate::capture::bci::gate::{self, GATE_ENTRIES, GATE_EXITS};
 use crate::capture::bci::natives::{self as fast, HubOf};
 use crate::capture::bci::Native;
 use crate::capture::sync::{hook_kind, trampoline_kind};
 use crate::session::Session;
-use jlive_jvm::jni::Jni;
+use jlive_jvm::refs::{Class, Local};
 use jlive_writer::record::{FORM_ENTRY, FORM_EXIT, NO_OBJECT};
 use jni_sys::{jboolean, jclass, jint, jlong, jobject, JNIEnv};
 use std::ffi::{c_char, c_long, c_ulong};
@@ -59,17 +59,23 @@ pub static TRAMPOLINES: [Native; 17] = [
 
 /// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines and answers
 /// the address of the gate (if binding fails, nothing is instrumented to call them).
+///
+/// # Safety
+/// Called by the JVM only, as the static native `JliveTrampoline.bind()`.
 #[no_mangle]
-pub extern "system" fn Java_java_lang_JliveTrampoline_bind(
+pub unsafe extern "system" fn Java_java_lang_JliveTrampoline_bind(
     env: *mut JNIEnv,
     class: jclass,
 ) -> jlong {
-    with_session(|s| {
-        if let Some(jni) = Jni::from_callback(env) {
-            s.capture()
-                .bind_trampolines(s.runtime(), jni, class, &TRAMPOLINES);
-        }
-    });
+    // SAFETY: a static native's arguments: this thread's env and its class.
+    unsafe {
+        with_jni(env, |s, jni| {
+            if let Some(class) = Class::from_raw(class) {
+                s.capture()
+                    .bind_trampolines(s.runtime(), jni, &class, &TRAMPOLINES);
+            }
+        })
+    };
     gate::address()
 }
 
@@ -153,8 +159,28 @@ extern "system" fn leaf_missed(_env: *mut JNIEnv, _class: jclass, key: jint) {
     });
 }
 
-extern "system" fn enter_object(env: *mut JNIEnv, _class: jclass, receiver: jobject, key: jint) {
-    with_session(|s| s.enter_object(env, receiver, key));
+/// A native's env and object argument, typed.
+///
+/// # Safety
+/// As the JVM calls a native: `env` is this thread's, `object` a local reference of this call
+/// (or null).
+unsafe fn with_object(
+    env: *mut JNIEnv,
+    object: jobject,
+    f: impl for<'l> FnOnce(&'static Session, jlive_jvm::jni::Jni<'l>, Option<&Local<'l>>),
+) {
+    // SAFETY: the caller's.
+    unsafe { with_jni(env, |s, jni| f(s, jni, Local::from_raw(object).as_ref())) }
+}
+
+unsafe extern "system" fn enter_object(
+    env: *mut JNIEnv,
+    _class: jclass,
+    receiver: jobject,
+    key: jint,
+) {
+    // SAFETY: called by the JVM as the native enterObject0.
+    unsafe { with_object(env, receiver, |s, jni, r| s.enter_object(jni, r, key)) }
 }
 
 extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jint) {
@@ -162,60 +188,91 @@ extern "system" fn enter_constructor(_env: *mut JNIEnv, _class: jclass, key: jin
 }
 
 /// The receiver of a constructor, once super() has returned (objects=on).
-extern "system" fn constructed(env: *mut JNIEnv, _class: jclass, object: jobject, key: jint) {
-    with_session(|s| s.constructed(env, object, key));
+unsafe extern "system" fn constructed(
+    env: *mut JNIEnv,
+    _class: jclass,
+    object: jobject,
+    key: jint,
+) {
+    // SAFETY: called by the JVM as the native constructed0.
+    unsafe {
+        with_object(env, object, |s, jni, o| {
+            if let Some(o) = o {
+                s.constructed(jni, o, key)
+            }
+        })
+    }
 }
 
-extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) {
-    with_session(|s| s.allocated(env, object));
+unsafe extern "system" fn allocated(env: *mut JNIEnv, _class: jclass, object: jobject) {
+    // SAFETY: called by the JVM as the native allocated0.
+    unsafe {
+        with_object(env, object, |s, jni, o| {
+            if let Some(o) = o {
+                s.allocated(jni, o)
+            }
+        })
+    }
 }
 
 /// `JliveTrampoline.sync0(kind, object)`: a notify, notifyAll or sleep call site.
-extern "system" fn sync0(
+unsafe extern "system" fn sync0(
     env: *mut JNIEnv,
     _class: jclass,
     kind: jint,
     object: jobject,
 ) -> jboolean {
     let mut recorded = false;
-    with_session(|s| {
-        if let Some(kind) = trampoline_kind(kind) {
-            recorded = s.sync_call(env, kind, object);
-        }
-    });
+    // SAFETY: called by the JVM as the native sync0.
+    unsafe {
+        with_object(env, object, |s, jni, o| {
+            if let Some(kind) = trampoline_kind(kind) {
+                recorded = s.sync_call(jni, kind, o);
+            }
+        })
+    };
     recorded as jboolean
 }
 
 /// A hooked java/lang/Thread method entered (`exit` false) or left.
-fn hooked(env: *mut JNIEnv, hook: jint, exit: bool, object: jobject) {
-    with_session(|s| {
-        if let Some(kind) = hook_kind(hook, exit) {
-            // The stack below the native and the hooked method.
-            s.sync_call(env, kind, object);
-        }
-    });
+///
+/// # Safety
+/// As [`with_object`].
+unsafe fn hooked(env: *mut JNIEnv, hook: jint, exit: bool, object: jobject) {
+    // SAFETY: the caller's.
+    unsafe {
+        with_object(env, object, |s, jni, o| {
+            if let Some(kind) = hook_kind(hook, exit) {
+                // The stack below the native and the hooked method.
+                s.sync_call(jni, kind, o);
+            }
+        })
+    }
 }
 
 /// `JliveTrampoline.syncEnterObject0(thread, hook)`: Thread.start or join entered on
 /// `thread`.
-extern "system" fn sync_enter_object(
+unsafe extern "system" fn sync_enter_object(
     env: *mut JNIEnv,
     _class: jclass,
     thread: jobject,
     hook: jint,
 ) {
-    hooked(env, hook, false, thread);
+    // SAFETY: called by the JVM as the native syncEnterObject0.
+    unsafe { hooked(env, hook, false, thread) }
 }
 
 /// `JliveTrampoline.syncEnter0(hook)`: Thread.sleep entered.
-extern "system" fn sync_enter(env: *mut JNIEnv, _class: jclass, hook: jint) {
-    hooked(env, hook, false, std::ptr::null_mut());
+unsafe extern "system" fn sync_enter(env: *mut JNIEnv, _class: jclass, hook: jint) {
+    // SAFETY: called by the JVM as the native syncEnter0.
+    unsafe { hooked(env, hook, false, std::ptr::null_mut()) }
 }
 
 /// `JliveTrampoline.syncExit0(hook)`: a hooked Thread method left (returned or threw). The
 /// exit has no receiver at hand: the writer gives a join's end the thread of its beginning.
-extern "system" fn sync_exit(env: *mut JNIEnv, _class: jclass, hook: jint) {
-    hooked(env, hook, true, std::ptr::null_mut());
+unsafe extern "system" fn sync_exit(env: *mut JNIEnv, _class: jclass, hook: jint) {
+    // SAFETY: called by the JVM as the native syncExit0.
+    unsafe { hooked(env, hook, true, std::ptr::null_mut()) }
 }
 
 /// VA/Java's support-library function: the current thread's name, priority and thread group

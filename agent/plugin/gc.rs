@@ -102,8 +102,8 @@ impl Queue {
         self.clear();
         let now = p
             .vm()
-            .current_env()
-            .and_then(|jni| p.hub().quietly(|| collections(jni)));
+            .with_current(|jni| p.hub().quietly(|| collections(jni)))
+            .flatten();
         let mut counts = self.counts.lock();
         if let Some(now) = now {
             counts.last = now;
@@ -207,7 +207,7 @@ impl PluginHost {
         .spawn(move || {
             let env = p.vm().attach_daemon(c"jlive-plugin");
             let _ = attached.send(());
-            let Some(jni) = env.and_then(Jni::from_callback) else {
+            let Some(env) = env else {
                 log::warn("the plug-in's GC thread cannot attach to the JVM: the user trace library gets no GC events");
                 return;
             };
@@ -217,7 +217,7 @@ impl PluginHost {
                 let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let _one = q.batch.lock();
                     let items = q.take();
-                    q.deliver(self, jni, &items);
+                    env.with(|jni| q.deliver(self, jni, &items));
                 }));
                 if body.is_err() {
                     log::warn("internal error delivering GC events to the user trace library");

@@ -602,13 +602,8 @@ fn element_name(descriptor: &str) -> String {
 /// does not know (VA/Java's internal VM thread).
 pub fn current_thread_details(p: &Runtime) -> (String, i32, String) {
     p.vm()
-        .current_env()
-        .and_then(|jni| {
-            // The group's local references go with this frame (a thread without Java frames
-            // would keep them for good).
-            let _frame = jni.local_frame(8);
-            p.jvmti().thread_details(std::ptr::null_mut()).ok()
-        })
+        .with_current(|jni| p.jvmti().current_thread_details(jni).ok())
+        .flatten()
         .unwrap_or_else(|| (String::new(), -1, String::new()))
 }
 

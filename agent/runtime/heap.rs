@@ -52,14 +52,15 @@ pub struct Walked {
 /// Walks the heap in `jvmti` (jlive's environment for [`Ids::Agent`], the walk's own for
 /// [`Ids::Own`]).
 pub fn walk(jvmti: Jvmti, jni: Jni<'_>, ids: Ids<'_>) -> Result<Walked, String> {
-    let _frame = jni.local_frame(16);
+    let frame = jni.local_frame(16);
+    let jni = frame.jni();
     let classes = jvmti
-        .loaded_classes()
+        .loaded_classes(jni)
         .map_err(|e| format!("GetLoadedClasses: {}", e))?;
     jni.ensure_local_capacity(classes.len() + 16);
     let mut graph = Graph::default();
     let mut class_of_tag: HashMap<i64, u32> = HashMap::with_capacity(classes.len());
-    for (i, &class) in classes.iter().enumerate() {
+    for (i, class) in classes.iter().enumerate() {
         let Ok(signature) = jvmti.class_signature(class) else {
             continue;
         };
@@ -156,11 +157,12 @@ fn thread_keys(p: &Runtime) -> HashMap<u64, jlive_writer::record::ThreadKey> {
     let jvmti = p.jvmti();
     let mut keys = HashMap::new();
     let _ = p.vm().with_env(|jni| {
-        let _frame = jni.local_frame(16);
-        for t in jvmti.all_threads().unwrap_or_default() {
-            let tag = jvmti.tag(t).unwrap_or(0);
+        let frame = jni.local_frame(16);
+        let jni = frame.jni();
+        for t in jvmti.all_threads(jni).unwrap_or_default() {
+            let tag = jvmti.tag(&t).unwrap_or(0);
             let key = jvmti
-                .object_hash_code(t)
+                .object_hash_code(&t)
                 .and_then(|h| p.symbols().thread_by_hash(h));
             if let (true, Some(key)) = (tag != 0, key) {
                 keys.insert(id_of(tag), key);
@@ -249,7 +251,8 @@ pub fn to_file(p: &Runtime, path: &str) -> Result<String, String> {
         .with_env(|jni| walk(env, jni, Ids::Own).map(|w| w.graph))
         .unwrap_or_else(|| Err("this thread cannot attach to the JVM".into()));
     // Every tag the walk set goes with its environment.
-    env.dispose();
+    // SAFETY: the walk, which held the only copies of `env`, is over.
+    unsafe { env.dispose() };
     let graph = graph?;
     let write = || -> std::io::Result<()> {
         let file = std::fs::File::create(path)?;

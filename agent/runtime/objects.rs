@@ -8,8 +8,8 @@ use crate::symbols::Classes;
 use crate::transport::Hub;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::Jvmti;
+use jlive_jvm::refs::{Local, Ref};
 use jlive_writer::record::{ClassKey, RecordKind, NOT_ARRAY, NO_OBJECT, PENDING_OBJECT};
-use jni_sys::{jobject, JNIEnv};
 use std::sync::atomic::Ordering;
 
 /// Whether a tag is an object ID (IDs are 1..2^32-2; classes and loaders use high bits).
@@ -35,22 +35,30 @@ impl Runtime {
 
     /// The key of an object's class, registering it if need be; the registration's Java code
     /// (Class.getComponentType) runs muted.
-    pub fn class_of(&self, jvmti: Jvmti, jni: Jni<'_>, object: jobject) -> Option<ClassKey> {
+    pub fn class_of(&self, jvmti: Jvmti, jni: Jni<'_>, object: &impl Ref) -> Option<ClassKey> {
         let classes = self.classes(jvmti, jni);
-        self.hub
-            .quietly(|| jni.object_class(object).and_then(|c| classes.key(c)))
+        self.hub.quietly(|| {
+            let class = jni.object_class(object)?;
+            let key = classes.key(&class);
+            jni.delete_local(class);
+            key
+        })
     }
 
     /// The receiver of the method being entered (`objects=on`, capture=events).
     pub fn receiver(
         &'static self,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jlive_jvm::jvmti::jthread,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
         ticks: u64,
     ) -> u32 {
-        match jvmti.local_instance(thread, 0) {
-            Some(object) => self.object_id(jvmti, jni, object, ticks),
+        match jvmti.local_instance(jni, thread, 0) {
+            Some(object) => {
+                let id = self.object_id(jvmti, jni, &object, ticks);
+                jni.delete_local(object);
+                id
+            }
             None => NO_OBJECT,
         }
     }
@@ -61,8 +69,8 @@ impl Runtime {
     pub fn object_id(
         &'static self,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        object: jobject,
+        jni: Jni<'_>,
+        object: &impl Ref,
         ticks: u64,
     ) -> u32 {
         self.object_identity(jvmti, jni, object, ticks).0
@@ -74,25 +82,17 @@ impl Runtime {
     pub fn object_identity(
         &'static self,
         jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        object: jobject,
+        jni: Jni<'_>,
+        object: &impl Ref,
         ticks: u64,
     ) -> (u32, Option<ClassKey>) {
-        if object.is_null() {
-            return (NO_OBJECT, None);
-        }
         match jvmti.tag(object) {
             Ok(0) => {}
             Ok(tag) if is_object_id(tag) => {
-                let class =
-                    Jni::from_callback(jni).and_then(|jni| self.class_of(jvmti, jni, object));
-                return (tag as u32, class);
+                return (tag as u32, self.class_of(jvmti, jni, object));
             }
             _ => return (NO_OBJECT, None),
         }
-        let Some(jni) = Jni::from_callback(jni) else {
-            return (NO_OBJECT, None);
-        };
         // A thread that records nothing (one of jlive's own) would tag an object no trace
         // defines.
         if Hub::current().is_none() && !self.attach_current_thread() {
@@ -107,7 +107,8 @@ impl Runtime {
         let class = self.class_of(jvmti, jni, object);
         if let Some(class) = class {
             let length = if self.classes(jvmti, jni).is_array(class) {
-                jni.array_length(object) as u32
+                jni.array_length(jvmti, object)
+                    .map_or(NOT_ARRAY, |n| n as u32)
             } else {
                 NOT_ARRAY
             };

@@ -4,56 +4,52 @@
 
 use super::Runtime;
 use crate::transport::ThreadBuffer;
-use jlive_jvm::jvmti::{jthread, Jvmti};
+use jlive_jvm::jni::Jni;
+use jlive_jvm::jvmti::Jvmti;
+use jlive_jvm::refs::Ref;
 use jlive_writer::record::{RecordKind, ThreadInfo, ThreadKey};
 
 impl Runtime {
     /// Creates the buffer of a Java thread, registering its name, group and the group's
     /// parent. Returns false if it cannot.
-    pub fn attach_java_thread(&'static self, jvmti: Jvmti, thread: jthread) -> bool {
+    pub fn attach_java_thread(&'static self, jvmti: Jvmti, thread: &impl Ref) -> bool {
+        self.attach_described(|| self.describe_thread(jvmti, thread))
+    }
+
+    /// [`Runtime::attach_java_thread`] of the calling thread.
+    pub fn attach_current_thread(&'static self) -> bool {
+        self.attach_described(|| {
+            self.vm
+                .with_env(|jni| {
+                    let frame = jni.local_frame(4);
+                    let jni = frame.jni();
+                    let thread = self.jvmti.current_thread(jni)?;
+                    describe(self.jvmti, jni, &thread)
+                })
+                .flatten()
+        })
+    }
+
+    /// Makes the calling thread's buffer, its description from `describe`.
+    fn attach_described(&'static self, describe: impl FnOnce() -> Option<ThreadInfo>) -> bool {
         self.hub
             .attach(|key| {
-                let info = self
-                    .describe_thread(jvmti, thread)
-                    .unwrap_or_else(|| ThreadInfo {
-                        name: format!("thread-{}", key),
-                        ..ThreadInfo::default()
-                    });
+                let info = describe().unwrap_or_else(|| ThreadInfo {
+                    name: format!("thread-{}", key),
+                    ..ThreadInfo::default()
+                });
                 self.symbols.put_thread(key, info);
             })
             .is_some()
     }
 
-    /// [`Runtime::attach_java_thread`] of the calling thread.
-    pub fn attach_current_thread(&'static self) -> bool {
-        self.attach_java_thread(self.jvmti, std::ptr::null_mut())
-    }
-
     /// A thread's name, group and parent group, the groups' references in a frame of their
     /// own.
-    pub fn describe_thread(&self, jvmti: Jvmti, thread: jthread) -> Option<ThreadInfo> {
+    pub fn describe_thread(&self, jvmti: Jvmti, thread: &impl Ref) -> Option<ThreadInfo> {
         self.vm
             .with_env(|jni| {
-                let _frame = jni.local_frame(4);
-                let (name, group) = jvmti.thread_info(thread).ok()?;
-                let object = if thread.is_null() {
-                    jvmti.current_thread()
-                } else {
-                    Some(thread)
-                };
-                let mut info = ThreadInfo {
-                    name,
-                    hash: object.and_then(|t| jvmti.object_hash_code(t)).unwrap_or(0),
-                    ..ThreadInfo::default()
-                };
-                if let Some((group, parent)) = group.and_then(|g| jvmti.thread_group_info(g).ok()) {
-                    info.group = group;
-                    if let Some((parent, _)) = parent.and_then(|g| jvmti.thread_group_info(g).ok())
-                    {
-                        info.parent = parent;
-                    }
-                }
-                Some(info)
+                let frame = jni.local_frame(4);
+                describe(jvmti, frame.jni(), thread)
             })
             .flatten()
     }
@@ -115,7 +111,7 @@ impl Runtime {
     /// The key of the virtual thread mounted on this carrier; one seen for the first time
     /// while a burst records gets a key and a description (the others cost nothing: an
     /// application may start millions).
-    pub fn mounted_virtual_thread(&self, jvmti: Jvmti, vthread: jthread) -> Option<u64> {
+    pub fn mounted_virtual_thread(&self, jvmti: Jvmti, vthread: &impl Ref) -> Option<u64> {
         if let Some(key) = virtual_thread_key(jvmti, vthread) {
             return Some(key);
         }
@@ -138,9 +134,26 @@ impl Runtime {
     }
 }
 
+/// A thread's name, hash, group and parent group.
+fn describe(jvmti: Jvmti, jni: Jni<'_>, thread: &impl Ref) -> Option<ThreadInfo> {
+    let (name, group) = jvmti.thread_info(jni, thread).ok()?;
+    let mut info = ThreadInfo {
+        name,
+        hash: jvmti.object_hash_code(thread).unwrap_or(0),
+        ..ThreadInfo::default()
+    };
+    if let Some((group, parent)) = group.and_then(|g| jvmti.thread_group_info(jni, &g).ok()) {
+        info.group = group;
+        if let Some((parent, _)) = parent.and_then(|g| jvmti.thread_group_info(jni, &g).ok()) {
+            info.parent = parent;
+        }
+    }
+    Some(info)
+}
+
 /// A virtual thread's key, kept in its JVMTI thread-local storage (objects' tags are the
 /// allocation IDs). None: no burst has seen it yet.
-pub fn virtual_thread_key(jvmti: Jvmti, vthread: jthread) -> Option<u64> {
+pub fn virtual_thread_key(jvmti: Jvmti, vthread: &impl Ref) -> Option<u64> {
     jvmti
         .thread_word(vthread)
         .ok()

@@ -8,28 +8,31 @@ use crate::capture::bci::gate::{self, GATE_ALLOCATIONS, GATE_ENTRIES, GATE_EXITS
 use crate::capture::bci::natives::{begin_call, callee_ran, end_call};
 use crate::clock;
 use crate::transport::Hub;
-use jlive_jvm::jvmti::{jthread, Jvmti};
+use jlive_jvm::jni::Jni;
+use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::model::SyncKind;
 use jlive_writer::record::{MethodKey, RecordKind, NO_OBJECT, PENDING_OBJECT};
-use jni_sys::{jint, jmethodID, jobject, jvalue, JNIEnv};
+use jni_sys::{jint, jvalue};
 use std::sync::atomic::Ordering;
 
 impl Session {
     /// JVMTI MethodEntry (capture=events), seen at `ticks`.
     pub fn method_entry(
         &'static self,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         mut ticks: u64,
     ) {
         let rt = &self.rt;
         if self.recorder.trigger_armed() {
-            let entering = || rt.hub().current_or(|| rt.attach_java_thread(jvmti, thread));
+            let entering = || {
+                rt.hub()
+                    .current_or(|| rt.attach_java_thread(rt.jvmti(), thread))
+            };
             let fired = self
                 .recorder
-                .entered(rt, &self.capture, method as MethodKey, || {
+                .entered(rt, &self.capture, method.key() as MethodKey, || {
                     entering().map(|b| b.key)
                 });
             if !fired {
@@ -38,38 +41,27 @@ impl Session {
             // The burst began after the entry was seen: the entry lies inside it.
             ticks = clock::ticks();
         }
-        self.capture
-            .method_entry(rt, jvmti, jni, thread, method, ticks);
+        self.capture.method_entry(rt, jni, thread, method, ticks);
     }
 
     /// JVMTI MethodExit (capture=events), seen at `ticks`.
-    #[allow(clippy::too_many_arguments)]
     pub fn method_exit(
         &'static self,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        method: jmethodID,
+        jni: Jni<'_>,
+        thread: &Local<'_>,
+        method: MethodId,
         by_exception: bool,
         value: jvalue,
         ticks: u64,
     ) {
-        self.capture.method_exit(
-            &self.rt,
-            jvmti,
-            jni,
-            thread,
-            method,
-            by_exception,
-            value,
-            ticks,
-        );
+        self.capture
+            .method_exit(&self.rt, jni, thread, method, by_exception, value, ticks);
     }
 
     /// JVMTI MethodEntry under capture=bci: enabled only for the moment the gate's hoisted
     /// reads are dropped (`capture/bci/gate.rs`) or the FFM downcalls are probed; records
     /// nothing (the instrumented methods do).
-    pub fn interpreted_only_entry(&self, method: jmethodID) {
+    pub fn interpreted_only_entry(&self, method: MethodId) {
         let bci = self.capture.bci();
         if bci.probing() {
             bci.probed(&self.rt, method);
@@ -193,14 +185,14 @@ impl Session {
     }
 
     /// `enterObject0`: an entry with its receiver (objects=on).
-    pub fn enter_object(&'static self, env: *mut JNIEnv, receiver: jobject, key: jint) {
+    pub fn enter_object(&'static self, jni: Jni<'_>, receiver: Option<&Local<'_>>, key: jint) {
         callee_ran();
         if self.recorder.trigger_armed() && !self.fires(key) {
             return;
         }
         if self.recording(GATE_ENTRIES) {
             let (rt, ticks) = (&self.rt, clock::ticks());
-            let object = rt.object_id(rt.jvmti(), env, receiver, ticks);
+            let object = receiver.map_or(NO_OBJECT, |r| rt.object_id(rt.jvmti(), jni, r, ticks));
             self.capture
                 .entered(rt, ticks, key as MethodKey, object, || {
                     rt.attach_current_thread()
@@ -214,12 +206,12 @@ impl Session {
     }
 
     /// `constructed0`: the receiver of a constructor, once super() has returned (objects=on).
-    pub fn constructed(&'static self, env: *mut JNIEnv, object: jobject, key: jint) {
+    pub fn constructed(&'static self, jni: Jni<'_>, object: &Local<'_>, key: jint) {
         if !self.recording(GATE_ENTRIES) {
             return;
         }
         let (rt, ticks) = (&self.rt, clock::ticks());
-        let (id, class) = rt.object_identity(rt.jvmti(), env, object, ticks);
+        let (id, class) = rt.object_identity(rt.jvmti(), jni, object, ticks);
         if let (Some(class), Some(b)) = (class, Hub::current()) {
             b.append(
                 rt.hub(),
@@ -234,11 +226,9 @@ impl Session {
     }
 
     /// `allocated0`: an object allocated at a rewritten allocation site.
-    pub fn allocated(&'static self, env: *mut JNIEnv, object: jobject) {
+    pub fn allocated(&'static self, jni: Jni<'_>, object: &Local<'_>) {
         if gate::current() & GATE_ALLOCATIONS != 0 {
-            let rt = &self.rt;
-            self.capture
-                .allocated(rt, rt.jvmti(), env, object, std::ptr::null_mut(), true);
+            self.capture.allocated(&self.rt, jni, object, None, true);
         } else {
             self.recording(GATE_ALLOCATIONS);
         }
@@ -247,9 +237,14 @@ impl Session {
     /// A concurrency event from JliveTrampoline (`sync0`, a hooked Thread method's entry or
     /// exit: `syncEnter0`...): the trampoline's own frame and the native's are not part of
     /// the stack. True when it was recorded.
-    pub fn sync_call(&'static self, env: *mut JNIEnv, kind: SyncKind, object: jobject) -> bool {
+    pub fn sync_call(
+        &'static self,
+        jni: Jni<'_>,
+        kind: SyncKind,
+        object: Option<&Local<'_>>,
+    ) -> bool {
         let rt = &self.rt;
         self.capture
-            .sync_event(rt, rt.jvmti(), env, kind, object, 2)
+            .sync_event(rt, rt.jvmti(), jni, kind, object, 2)
     }
 }

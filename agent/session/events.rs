@@ -15,23 +15,23 @@ use crate::clock;
 use crate::runtime::{is_object_id, virtual_thread_key};
 use crate::transport::Hub;
 use jlive_jvm::jni::Jni;
-use jlive_jvm::jvmti::{jthread, Jvmti};
+use jlive_jvm::refs::{Class, Local};
 use jlive_writer::model::SyncKind;
 use jlive_writer::record::{RecordKind, UNKNOWN_THREAD};
-use jni_sys::{jclass, jobject, JNIEnv};
 
 impl Session {
     /// VMStart (capture=bci, monitors=on): the trampolines must exist before instrumented
     /// code runs.
     pub fn vm_start(&self, jni: Jni<'_>) {
-        if let Err(e) = Bci::define_trampoline(jni).map(|_| ()) {
+        if let Err(e) = Bci::define_trampoline(jni) {
             crate::log::warn(&format!("{}; capture=bci traces nothing", e));
         }
     }
 
-    pub fn thread_start(&'static self, jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) {
+    pub fn thread_start(&'static self, jni: Jni<'_>, thread: &Local<'_>) {
         let rt = &self.rt;
-        if let (Some(jni), Some(owners)) = (Jni::from_callback(jni), self.capture.owners()) {
+        let jvmti = rt.jvmti();
+        if let Some(owners) = self.capture.owners() {
             owners.thread_started(jvmti, jni, thread);
         }
         // Described before it had a name (AttachCurrentThread runs Thread's constructor on
@@ -51,9 +51,10 @@ impl Session {
 
     /// A thread's end is recorded whether or not a burst records, so that the writer lets go
     /// of what it kept of the thread; a thread that never recorded has nothing kept.
-    pub fn thread_end(&'static self, jvmti: Jvmti, jni: *mut JNIEnv, thread: jthread) {
+    pub fn thread_end(&'static self, jni: Jni<'_>, thread: &Local<'_>) {
         let rt = &self.rt;
-        if let (Some(jni), Some(owners)) = (Jni::from_callback(jni), self.capture.owners()) {
+        let jvmti = rt.jvmti();
+        if let Some(owners) = self.capture.owners() {
             owners.thread_ended(jni, thread);
         }
         let ticks = clock::ticks();
@@ -67,12 +68,12 @@ impl Session {
 
     /// VirtualThreadStart (JDK 21+), on the carrier, the virtual thread mounted (HotSpot
     /// sends its mount event right after).
-    pub fn virtual_thread_start(&'static self, jvmti: Jvmti, vthread: jthread) {
+    pub fn virtual_thread_start(&'static self, vthread: &Local<'_>) {
         if let Some(owners) = self.capture.owners() {
             owners.virtual_thread_started();
         }
         let rt = &self.rt;
-        let key = rt.mounted_virtual_thread(jvmti, vthread);
+        let key = rt.mounted_virtual_thread(rt.jvmti(), vthread);
         if let Some(b) = rt.carrier_buffer() {
             let ticks = clock::ticks();
             let mount = key.unwrap_or(u64::from(UNKNOWN_THREAD));
@@ -93,9 +94,9 @@ impl Session {
 
     /// VirtualThreadEnd (after the unmount event): its end is its own record, not its
     /// carrier's, and lets the writer forget it.
-    pub fn virtual_thread_end(&'static self, jvmti: Jvmti, vthread: jthread) {
+    pub fn virtual_thread_end(&'static self, vthread: &Local<'_>) {
         let rt = &self.rt;
-        let Some(key) = virtual_thread_key(jvmti, vthread) else {
+        let Some(key) = virtual_thread_key(rt.jvmti(), vthread) else {
             return;
         };
         if let Some(b) = rt.carrier_buffer() {
@@ -110,9 +111,9 @@ impl Session {
     /// thread's (or nobody's, for one that no burst has seen: it may have run since before
     /// the burst began, and what it records until it next leaves its carrier is dropped, not
     /// given to the carrier).
-    pub fn virtual_thread_mount(&'static self, jvmti: Jvmti, vthread: jthread) {
+    pub fn virtual_thread_mount(&'static self, vthread: &Local<'_>) {
         let rt = &self.rt;
-        let key = rt.mounted_virtual_thread(jvmti, vthread);
+        let key = rt.mounted_virtual_thread(rt.jvmti(), vthread);
         if let Some(b) = rt.carrier_buffer() {
             let mount = key.unwrap_or(u64::from(UNKNOWN_THREAD));
             b.append_always(rt.hub(), RecordKind::Mount, clock::ticks(), mount);
@@ -122,21 +123,21 @@ impl Session {
     /// The unmount extension event: the carrier's records that follow are its own again. A
     /// followed virtual thread may go on on another carrier at once: what it recorded here is
     /// sent first.
-    pub fn virtual_thread_unmount(&'static self, jvmti: Jvmti, vthread: jthread) {
+    pub fn virtual_thread_unmount(&'static self, vthread: &Local<'_>) {
         let rt = &self.rt;
-        let followed = virtual_thread_key(jvmti, vthread).is_some();
+        let followed = virtual_thread_key(rt.jvmti(), vthread).is_some();
         if let Some(b) = rt.carrier_buffer() {
             b.unmount(rt.hub(), clock::ticks(), followed && rt.hub().is_tracing());
         }
     }
 
-    pub fn class_prepare(&self, jvmti: Jvmti, jni: Jni<'_>, class: jclass) {
-        let classes = self.rt.classes(jvmti, jni);
+    pub fn class_prepare(&self, jni: Jni<'_>, class: &Class<'_>) {
+        let jvmti = self.rt.jvmti();
         let key = if self.registers_lazily() {
-            let _frame = jni.local_frame(8);
-            classes.prepared_lazily(class)
+            let frame = jni.local_frame(8);
+            self.rt.classes(jvmti, frame.jni()).prepared_lazily(class)
         } else {
-            classes.prepared(class)
+            self.rt.classes(jvmti, jni).prepared(class)
         };
         self.bind_if_api(jvmti, jni, class);
         if let (Some(key), true) = (key, self.capture.uses_bci()) {
@@ -149,15 +150,14 @@ impl Session {
     /// ClassFileLoadHook: the rewritten class, or None to leave it as it is.
     pub fn class_file_load(
         &self,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        redefined: jclass,
-        loader: jobject,
+        jni: Jni<'_>,
+        redefined: Option<&Class<'_>>,
+        loader: Option<&Local<'_>>,
         name: &str,
         bytes: &[u8],
     ) -> Option<Vec<u8>> {
         self.capture
-            .class_file_load(&self.rt, jvmti, jni, redefined, loader, name, bytes)
+            .class_file_load(&self.rt, jni, redefined, loader, name, bytes)
     }
 
     pub fn gc(&'static self, start: bool) {
@@ -183,20 +183,14 @@ impl Session {
 
     /// SampledObjectAlloc (interval 0: every allocation) and VMObjectAlloc share this; an
     /// object both report is recorded once (the second sees its tag).
-    pub fn object_alloc(
-        &'static self,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        thread: jthread,
-        object: jobject,
-    ) {
+    pub fn object_alloc(&'static self, jni: Jni<'_>, thread: &Local<'_>, object: &Local<'_>) {
         self.capture
-            .allocated(&self.rt, jvmti, jni, object, thread, false);
+            .allocated(&self.rt, jni, object, Some(thread), false);
     }
 
     /// MonitorWait, MonitorWaited, MonitorContendedEnter and MonitorContendedEntered.
-    pub fn monitor(&'static self, jvmti: Jvmti, jni: *mut JNIEnv, kind: SyncKind, object: jobject) {
+    pub fn monitor(&'static self, jni: Jni<'_>, kind: SyncKind, object: &Local<'_>) {
         self.capture
-            .sync_event(&self.rt, jvmti, jni, kind, object, 0);
+            .sync_event(&self.rt, self.rt.jvmti(), jni, kind, Some(object), 0);
     }
 }

@@ -9,8 +9,8 @@ use crate::log;
 use crate::symbols::with_loaded_classes;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, cap, Jvmti};
+use jlive_jvm::refs::Class;
 use jlive_writer::record::{Message, Summary};
-use jni_sys::jclass;
 use std::time::Duration;
 
 /// How long VM death waits for the writer to finish the file.
@@ -41,7 +41,7 @@ impl Session {
 
     /// Binds the Java API's natives if `class` is one of its classes, and sets its `bound`
     /// flag (without jlive the flag stays false and the API does nothing).
-    pub(super) fn bind_if_api(&self, jvmti: Jvmti, jni: Jni<'_>, class: jclass) {
+    pub(super) fn bind_if_api(&self, jvmti: Jvmti, jni: Jni<'_>, class: &Class<'_>) {
         let Ok(signature) = jvmti.class_signature(class) else {
             return;
         };
@@ -60,7 +60,8 @@ impl Session {
     }
 
     /// VMInit (or attach), once the JVM runs.
-    pub fn vm_init(&'static self, jvmti: Jvmti, jni: Jni<'_>) {
+    pub fn vm_init(&'static self, jni: Jni<'_>) {
+        let jvmti = self.rt.jvmti();
         self.register_loaded(jvmti, jni);
         let o = self.rt.options();
         if o.monitors && !o.rewrites_at_load() {
@@ -115,17 +116,17 @@ impl Session {
     /// Registers the classes loaded so far (all of them, or only Object, Thread and its
     /// subclasses when registering lazily) and binds the Java API among them.
     fn register_loaded(&self, jvmti: Jvmti, jni: Jni<'_>) {
-        let classes = self.rt.classes(jvmti, jni);
         let lazily = self.registers_lazily();
-        with_loaded_classes(jvmti, jni, |loaded| {
+        with_loaded_classes(jvmti, jni, |jni, loaded| {
+            let classes = self.rt.classes(jvmti, jni);
             if lazily {
                 classes.register_threads(&loaded);
-                for &class in &loaded {
+                for class in &loaded {
                     self.bind_if_api(jvmti, jni, class);
                 }
                 return;
             }
-            for class in loaded {
+            for class in &loaded {
                 let status = jvmti.class_status(class).unwrap_or(0);
                 if status & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
                     && status & jvmti::CLASS_STATUS_PRIMITIVE == 0
@@ -188,11 +189,17 @@ impl Session {
             return false;
         };
         // Both or neither: mounts without unmounts would give every carrier's later calls away.
-        let both = jvmti
-            .set_extension_event(mount, Some(self.thunks.mount))
-            .and_then(|()| jvmti.set_extension_event(unmount, Some(self.thunks.unmount)));
+        // SAFETY: these are HotSpot's VirtualThreadMount and VirtualThreadUnmount (found by
+        // name above), whose callbacks take a thread event's arguments, as the entry points'
+        // functions do (and catch their own panics).
+        let both = unsafe {
+            jvmti
+                .set_extension_event(mount, Some(self.thunks.mount))
+                .and_then(|()| jvmti.set_extension_event(unmount, Some(self.thunks.unmount)))
+        };
         if let Err(e) = both {
-            let _ = jvmti.set_extension_event(mount, None);
+            // SAFETY: clearing a callback.
+            let _ = unsafe { jvmti.set_extension_event(mount, None) };
             log::warn(&format!("cannot follow virtual threads: {}", e));
             return false;
         }
@@ -214,7 +221,8 @@ impl Session {
     pub fn attached(&'static self) {
         let vm = self.rt.vm();
         let initialized = vm.with_env(|jni| {
-            let _frame = jni.local_frame(16);
+            let frame = jni.local_frame(16);
+            let jni = frame.jni();
             if self.rt.options().uses_hook() {
                 let bci = self.capture.bci();
                 let defined = crate::capture::Bci::define_trampoline(jni)
@@ -223,7 +231,7 @@ impl Session {
                     log::warn(&format!("{}; capture=bci traces nothing", e));
                 }
             }
-            self.vm_init(self.rt.jvmti(), jni);
+            self.vm_init(jni);
         });
         if initialized.is_none() {
             log::warn(

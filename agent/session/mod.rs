@@ -256,11 +256,14 @@ impl Session {
             .name("jlive-stop".into())
             .spawn(move || {
                 crate::transport::mark_agent_thread();
-                if self.rt.closing() || self.rt.vm().attach_daemon(c"jlive stop").is_none() {
+                if self.rt.closing() {
                     return;
                 }
+                let Some(attached) = self.rt.vm().attach_daemon(c"jlive stop") else {
+                    return;
+                };
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.end_burst()));
-                self.rt.vm().detach_current();
+                drop(attached);
             });
         if ended.is_err() {
             crate::log::warn(

@@ -182,7 +182,8 @@ impl Session {
         if made.is_err() {
             // Its capabilities, prefix and sampling interval go with it: the next try (or
             // another agent) finds the JVM as it was.
-            jvmti.dispose();
+            // SAFETY: the partly made session, which held the only other copies, is gone.
+            unsafe { jvmti.dispose() };
         }
         made
     }
@@ -192,8 +193,9 @@ impl Session {
     pub fn set_callbacks(&self) -> Result<(), String> {
         let cb = (self.thunks.callbacks)(self.capture.uses_bci());
         let jvmti = self.rt.jvmti();
-        jvmti
-            .set_event_callbacks(&cb)
+        // SAFETY: the entry points' table: each function takes its event's arguments (jvmti.h)
+        // and catches its own panics.
+        unsafe { jvmti.set_event_callbacks(&cb) }
             .map_err(|e| format!("SetEventCallbacks failed: {}", e))?;
         let mut events = vec![
             jvmti::EVENT_VM_INIT,

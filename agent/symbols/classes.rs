@@ -6,9 +6,9 @@
 use super::registry::Registry;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, Jvmti};
+use jlive_jvm::refs::{Class, Ref};
 use jlive_writer::model::{FieldDef, Line, MethodDef};
 use jlive_writer::record::{ArrayKind, ClassInfo, ClassKey, MethodKey};
-use jni_sys::jclass;
 
 /// Tag bit marking a class object.
 pub const CLASS_TAG: i64 = 1 << 62;
@@ -20,9 +20,18 @@ pub struct Classes<'a, 'cb> {
     pub registry: &'a Registry,
 }
 
-impl Classes<'_, '_> {
+impl<'a> Classes<'a, '_> {
+    /// The same, for a nested frame's env.
+    fn within<'f>(&self, jni: Jni<'f>) -> Classes<'a, 'f> {
+        Classes {
+            jvmti: self.jvmti,
+            jni,
+            registry: self.registry,
+        }
+    }
+
     /// The key of a class, registering it (after its superclass and interfaces) if needed.
-    pub fn key(&self, class: jclass) -> Option<ClassKey> {
+    pub fn key(&self, class: &Class<'_>) -> Option<ClassKey> {
         if let Some(key) = self.tagged(class) {
             return Some(key);
         }
@@ -40,7 +49,7 @@ impl Classes<'_, '_> {
 
     /// ClassPrepare: registers the class, or fills in the methods of a class that was
     /// registered before it was prepared (an array's element class, for instance).
-    pub fn prepared(&self, class: jclass) -> Option<ClassKey> {
+    pub fn prepared(&self, class: &Class<'_>) -> Option<ClassKey> {
         let key = self.key(class)?;
         if !self.registry.has_methods(key) {
             let _serial = self.registry.register.lock();
@@ -52,12 +61,12 @@ impl Classes<'_, '_> {
     /// ClassPrepare when classes register lazily ([`crate::options::Options::registers_lazily`]):
     /// only java/lang/Thread's subclasses are registered here (the concurrency hooks ask the
     /// registry whether a class inherits Thread's sleep); others when a record needs them.
-    pub fn prepared_lazily(&self, class: jclass) -> Option<ClassKey> {
+    pub fn prepared_lazily(&self, class: &Class<'_>) -> Option<ClassKey> {
         let thread = self
             .registry
             .thread_class
             .get()
-            .and_then(|t| t.as_slice().first().copied());
+            .and_then(|t| t.as_slice().first());
         // Registered before it was prepared (as an interface of a Thread subclass, say): its
         // methods are filled in now.
         let described = self
@@ -73,8 +82,8 @@ impl Classes<'_, '_> {
     /// The first burst of a JVM that registered lazily: registers the prepared classes (and
     /// arrays) of `loaded`; a class registered before it was prepared (by a heap walk, say)
     /// gets its methods now.
-    pub fn register_prepared(&self, loaded: &[jclass]) {
-        for &class in loaded {
+    pub fn register_prepared(&self, loaded: &[Class<'_>]) {
+        for class in loaded {
             let status = self.jvmti.class_status(class).unwrap_or(0);
             if status & jvmti::CLASS_STATUS_PRIMITIVE != 0 {
                 continue;
@@ -89,12 +98,11 @@ impl Classes<'_, '_> {
 
     /// VM init with lazy registration: registers java/lang/Object, java/lang/Thread and the
     /// loaded subclasses of Thread, and keeps Thread for [`Classes::prepared_lazily`].
-    pub fn register_threads(&self, loaded: &[jclass]) {
+    pub fn register_threads(&self, loaded: &[Class<'_>]) {
         let named = |wanted: &str| {
             loaded
                 .iter()
-                .copied()
-                .find(|&c| self.jvmti.class_signature(c).is_ok_and(|s| s == wanted))
+                .find(|c| self.jvmti.class_signature(*c).is_ok_and(|s| s == wanted))
         };
         if let Some(object) = named("Ljava/lang/Object;") {
             self.key(object);
@@ -102,45 +110,51 @@ impl Classes<'_, '_> {
         let Some(thread) = named("Ljava/lang/Thread;") else {
             return;
         };
-        for &class in loaded {
-            let _frame = self.jni.local_frame(8);
+        for class in loaded {
+            let frame = self.jni.local_frame(8);
+            let inner = self.within(frame.jni());
             let status = self.jvmti.class_status(class).unwrap_or(0);
             if status & jvmti::CLASS_STATUS_PREPARED == 0 {
                 continue; // registered when it is prepared
             }
-            if self.jni.is_same_object(class, thread) || self.extends(class, thread) {
-                self.key(class);
+            if inner.jni.is_same_object(class, thread) || inner.extends(class, thread) {
+                inner.key(class);
             }
         }
         let _ = self
             .registry
             .thread_class
-            .set(self.jni.global_classes(&[thread]));
+            .set(self.jni.global_classes(std::slice::from_ref(thread)));
     }
 
     /// Whether `class` is a subclass of `ancestor` (a local frame must be open: each
     /// superclass is a local reference).
-    fn extends(&self, class: jclass, ancestor: jclass) -> bool {
-        let mut at = class;
+    fn extends(&self, class: &Class<'_>, ancestor: &impl Ref) -> bool {
+        let mut at = self.jni.superclass(class);
         for _ in 0..64 {
-            let Some(s) = self.jni.superclass(at) else {
+            let Some(s) = at else {
                 return false;
             };
-            if self.jni.is_same_object(s, ancestor) {
+            if self.jni.is_same_object(&s, ancestor) {
                 return true;
             }
-            at = s;
+            at = self.jni.superclass(&s);
         }
         false
     }
 
-    fn tagged(&self, class: jclass) -> Option<ClassKey> {
+    fn tagged(&self, class: &Class<'_>) -> Option<ClassKey> {
         let tag = self.jvmti.tag(class).ok()?;
         (tag & CLASS_TAG != 0).then_some((tag & 0xFFFF_FFFF) as ClassKey)
     }
 
-    fn describe_into(&self, class: jclass, key: ClassKey) {
-        let _frame = self.jni.local_frame(16);
+    fn describe_into(&self, class: &Class<'_>, key: ClassKey) {
+        let frame = self.jni.local_frame(16);
+        let this = self.within(frame.jni());
+        this.describe(class, key);
+    }
+
+    fn describe(&self, class: &Class<'_>, key: ClassKey) {
         let Ok(signature) = self.jvmti.class_signature(class) else {
             return;
         };
@@ -150,12 +164,16 @@ impl Classes<'_, '_> {
         let prepared = status & jvmti::CLASS_STATUS_PREPARED != 0;
         let mut info = ClassInfo {
             name,
-            superclass: self.jni.superclass(class).and_then(|s| self.key(s)),
+            superclass: self.jni.superclass(class).and_then(|s| self.key(&s)),
             source_file: self.jvmti.source_file_name(class),
             ..ClassInfo::default()
         };
-        for interface in self.jvmti.implemented_interfaces(class).unwrap_or_default() {
-            if let Some(k) = self.key(interface) {
+        for interface in self
+            .jvmti
+            .implemented_interfaces(self.jni, class)
+            .unwrap_or_default()
+        {
+            if let Some(k) = self.key(&interface) {
                 info.interfaces.push(k);
             }
         }
@@ -179,7 +197,7 @@ impl Classes<'_, '_> {
                     access,
                     lines,
                 });
-                method_keys.push(m as MethodKey);
+                method_keys.push(m.key() as MethodKey);
             }
             for f in self.jvmti.class_fields(class).unwrap_or_default() {
                 let (name, signature) = self.jvmti.field_name(class, f).unwrap_or_default();
@@ -194,11 +212,11 @@ impl Classes<'_, '_> {
         self.registry.put_class(key, info, &method_keys);
     }
 
-    fn array_kind(&self, class: jclass, signature: &str) -> Option<ArrayKind> {
+    fn array_kind(&self, class: &Class<'_>, signature: &str) -> Option<ArrayKind> {
         let element = signature.as_bytes().get(1).copied()?;
         if element == b'L' || element == b'[' {
             let component = self.jni.component_type(class)?;
-            Some(ArrayKind::Objects(self.key(component)?))
+            Some(ArrayKind::Objects(self.key(&component)?))
         } else {
             Some(ArrayKind::Primitive(element))
         }
@@ -215,11 +233,16 @@ impl Classes<'_, '_> {
 /// frame of their own, popped when `f` returns: HotSpot runs callbacks (class loads) inside
 /// the callback that asks, and -Xcheck:jni counts the references of the frames below a
 /// callback's own against its capacity.
-pub fn with_loaded_classes<R>(jvmti: Jvmti, jni: Jni<'_>, f: impl FnOnce(Vec<jclass>) -> R) -> R {
-    let _frame = jni.local_frame(16);
-    let loaded = jvmti.loaded_classes().unwrap_or_default();
+pub fn with_loaded_classes<R>(
+    jvmti: Jvmti,
+    jni: Jni<'_>,
+    f: impl for<'f> FnOnce(Jni<'f>, Vec<Class<'f>>) -> R,
+) -> R {
+    let frame = jni.local_frame(16);
+    let jni = frame.jni();
+    let loaded = jvmti.loaded_classes(jni).unwrap_or_default();
     jni.ensure_local_capacity(loaded.len());
-    f(loaded)
+    f(jni, loaded)
 }
 
 /// `Ljava/lang/String;` → `java/lang/String`; array and primitive signatures stay as they are.

@@ -28,9 +28,10 @@
 
 use crate::abi::{self, dump, event, CallFrame, CallTrace, EventData};
 use crate::shim::Shim;
-use jlive_jvm::jni::{FieldValue, Jni};
-use jlive_jvm::jvmti::{cap, ACC_STATIC};
-use jni_sys::{jclass, jint, jobject, JNIEnv};
+use jlive_jvm::jni::{FieldValue, Jni, Layout};
+use jlive_jvm::jvmti::{cap, CLASS_STATUS_ARRAY, CLASS_STATUS_PREPARED, CLASS_STATUS_PRIMITIVE};
+use jlive_jvm::refs::{Class, Local};
+use jni_sys::{jint, JNIEnv};
 use std::collections::HashMap;
 use std::ffi::c_char;
 use std::rc::Rc;
@@ -67,72 +68,52 @@ fn value_size(descriptor: u8) -> u32 {
     }
 }
 
-/// A class's fields, (field ID, descriptor's first byte, static), in GetClassFields order
-/// (CLASS_LOAD's order).
-fn fields(s: &Shim, class: jclass) -> Vec<(jni_sys::jfieldID, u8, bool)> {
-    let j = s.jvmti;
-    j.class_fields(class)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|f| {
-            let (_, sig) = j.field_name(class, f).ok()?;
-            let is_static = j.field_modifiers(class, f).unwrap_or(0) & ACC_STATIC != 0;
-            Some((f, *sig.as_bytes().first()?, is_static))
-        })
-        .collect()
-}
-
-/// A class's fields as a dump reads them: its instances' (its own, then its superclass's, ...)
-/// and its statics, each (field ID, descriptor's first byte).
-struct Layout {
-    instance: Vec<(jni_sys::jfieldID, u8)>,
-    statics: Vec<(jni_sys::jfieldID, u8)>,
-    /// An instance's field bytes, as INSTANCE_DUMP counts them.
+/// A class's fields as JNI reads them, and an instance's field bytes as INSTANCE_DUMP counts
+/// them.
+struct Entry {
+    layout: Layout,
     instance_size: u32,
 }
 
 /// The layouts of the classes one dump has met, each asked of JVMTI once.
 #[derive(Default)]
-struct Layouts(HashMap<u64, Rc<Layout>>);
+struct Layouts(HashMap<u64, Rc<Entry>>);
 
 impl Layouts {
-    fn of(&mut self, s: &Shim, jni: Jni<'_>, class: jclass) -> Rc<Layout> {
+    fn of(&mut self, s: &Shim, jni: Jni<'_>, class: &Class<'_>) -> Option<Rc<Entry>> {
         let id = s.class_id(jni, class);
         if let Some(l) = self.0.get(&id) {
-            return l.clone();
+            return Some(l.clone());
         }
-        let statics = fields(s, class)
-            .into_iter()
-            .filter(|f| f.2)
-            .map(|(f, d, _)| (f, d))
-            .collect();
-        let mut instance = Vec::new();
-        let mut c = Some(class);
-        while let Some(k) = c {
-            instance.extend(
-                fields(s, k)
-                    .into_iter()
-                    .filter(|f| !f.2)
-                    .map(|(f, d, _)| (f, d)),
-            );
-            c = jni.superclass(k);
-        }
-        let instance_size = instance.iter().map(|f| value_size(f.1)).sum();
-        let layout = Rc::new(Layout {
-            instance,
-            statics,
+        let layout = jni.layout(s.jvmti, class)?;
+        let instance_size = layout
+            .instance()
+            .map(|d| value_size(*d.as_bytes().first().unwrap_or(&b'L')))
+            .sum();
+        let entry = Rc::new(Entry {
+            layout,
             instance_size,
         });
-        self.0.insert(id, layout.clone());
-        layout
+        self.0.insert(id, entry.clone());
+        Some(entry)
+    }
+
+    /// Lets go of the classes the layouts hold.
+    fn release(self, jni: Jni<'_>) {
+        for (_, entry) in self.0 {
+            if let Ok(entry) = Rc::try_unwrap(entry) {
+                jni.forget_layout(entry.layout);
+            }
+        }
     }
 }
 
 /// Writes one value (a primitive only at level 2).
-fn value(s: &Shim, jni: Jni<'_>, out: &mut Out, v: FieldValue, level: jint) {
+fn value(s: &Shim, jni: Jni<'_>, out: &mut Out, v: FieldValue<'_>, level: jint) {
     match v {
-        FieldValue::Object(o) => {
-            out.id(s.object_id(o));
+        FieldValue::Object(None) => out.id(0),
+        FieldValue::Object(Some(o)) => {
+            out.id(s.object_id(&o));
             jni.delete_local(o);
         }
         FieldValue::Bytes(b) => {
@@ -148,45 +129,48 @@ fn record(
     s: &Shim,
     jni: Jni<'_>,
     layouts: &mut Layouts,
-    object: jobject,
+    object: Local<'_>,
     id: u64,
     level: jint,
     out: &mut Out,
 ) -> bool {
-    let _frame = jni.local_frame(32);
-    let Some(class) = jni.object_class(object) else {
+    let frame = jni.local_frame(32);
+    let jni = frame.jni();
+    let Some(class) = jni.object_class(&object) else {
         return false;
     };
-    let signature = s.jvmti.class_signature(class).unwrap_or_default();
+    let signature = s.jvmti.class_signature(&class).unwrap_or_default();
     if signature == "Ljava/lang/Class;" {
         // Only a class that is linked gets a record: int.class and its kind are no classes
         // to JVMPI, and the mirrors of classes that the CDS archive holds but this run never
         // loaded have no loader yet (HotSpot's GetClassLoader crashes on them).
-        let linked = s.jvmti.class_status(object as jclass).is_ok_and(|st| {
-            st & jlive_jvm::jvmti::CLASS_STATUS_PRIMITIVE == 0
-                && st
-                    & (jlive_jvm::jvmti::CLASS_STATUS_PREPARED
-                        | jlive_jvm::jvmti::CLASS_STATUS_ARRAY)
-                    != 0
+        let linked = s.jvmti.class_status(&object).is_ok_and(|st| {
+            st & CLASS_STATUS_PRIMITIVE == 0
+                && st & (CLASS_STATUS_PREPARED | CLASS_STATUS_ARRAY) != 0
         });
-        if !linked {
-            return false;
-        }
-        return class_dump(s, jni, layouts, object as jclass, level, out);
+        return match jni.as_class(object) {
+            Ok(object) if linked => class_dump(s, jni, layouts, &object, level, out),
+            _ => false,
+        };
     }
-    if let Some(element) = signature.strip_prefix('[') {
-        let length = jni.array_length(object);
-        let e = *element.as_bytes().first().unwrap_or(&b'L');
-        if e == b'L' || e == b'[' {
+    if let Some(array) = jni.array(s.jvmti, &object) {
+        let length = array.length();
+        if matches!(array.element(), b'L' | b'[') {
             out.u1(dump::OBJ_ARRAY_DUMP);
             out.id(id);
             out.u4(length as u32);
-            let element_class = jni.component_type(class).map_or(0, |c| s.class_id(jni, c));
+            let element_class = jni
+                .component_type(&class)
+                .map_or(0, |c| s.class_id(jni, &c));
             out.id(element_class);
             for i in 0..length {
-                let o = jni.array_object(object, i);
-                out.id(s.object_id(o));
-                jni.delete_local(o);
+                match jni.array_object(&array, i) {
+                    Some(o) => {
+                        out.id(s.object_id(&o));
+                        jni.delete_local(o);
+                    }
+                    None => out.id(0),
+                }
             }
         } else {
             out.u1(dump::PRIM_ARRAY_DUMP);
@@ -194,20 +178,24 @@ fn record(
             out.u4(length as u32);
             out.u1(crate::shim::array_kind(&signature) as u8);
             if level >= 2 {
-                let bytes = jni.primitive_array_bytes(object, e, length);
-                out.0.extend_from_slice(&bytes);
+                out.0.extend_from_slice(&jni.primitive_array_bytes(&array));
             }
         }
         return true;
     }
+    // The layout first: a record is written whole or not at all.
+    let Some(entry) = layouts.of(s, jni, &class) else {
+        return false;
+    };
     out.u1(dump::INSTANCE_DUMP);
     out.id(id);
-    out.id(s.class_id(jni, class));
+    out.id(s.class_id(jni, &class));
     let mut values = Out::default();
-    for &(f, d) in &layouts.of(s, jni, class).instance {
-        if let Some(v) = jni.field_value(object, f, d, false) {
-            value(s, jni, &mut values, v, level);
-        }
+    for v in jni
+        .instance_values(&object, &entry.layout)
+        .unwrap_or_default()
+    {
+        value(s, jni, &mut values, v, level);
     }
     out.u4(values.0.len() as u32);
     out.0.extend_from_slice(&values.0);
@@ -218,36 +206,40 @@ fn class_dump(
     s: &Shim,
     jni: Jni<'_>,
     layouts: &mut Layouts,
-    class: jclass,
+    class: &Class<'_>,
     level: jint,
     out: &mut Out,
 ) -> bool {
     let j = s.jvmti;
+    let Some(entry) = layouts.of(s, jni, class) else {
+        return false;
+    };
     out.u1(dump::CLASS_DUMP);
     out.id(s.class_id(jni, class));
-    out.id(jni.superclass(class).map_or(0, |c| s.class_id(jni, c)));
+    out.id(jni.superclass(class).map_or(0, |c| s.class_id(jni, &c)));
     // An array class's loader is its element class's; HotSpot's GetClassLoader crashes on
     // some array classes (an archived one this run has not loaded): 0 for arrays.
     let array = j
         .class_status(class)
-        .is_ok_and(|st| st & jlive_jvm::jvmti::CLASS_STATUS_ARRAY != 0);
-    let loader = if array { None } else { j.class_loader(class) };
-    out.id(loader.map_or(0, |l| s.object_id(l)));
+        .is_ok_and(|st| st & CLASS_STATUS_ARRAY != 0);
+    let loader = if array {
+        None
+    } else {
+        j.class_loader(jni, class)
+    };
+    out.id(loader.map_or(0, |l| s.object_id(&l)));
     out.id(0); // signers
     out.id(0); // protection domain
     out.id(0); // reserved
     out.id(0); // reserved
-    let layout = layouts.of(s, jni, class);
-    out.u4(layout.instance_size);
-    for i in j.implemented_interfaces(class).unwrap_or_default() {
-        out.id(s.class_id(jni, i));
+    out.u4(entry.instance_size);
+    for i in j.implemented_interfaces(jni, class).unwrap_or_default() {
+        out.id(s.class_id(jni, &i));
         jni.delete_local(i);
     }
     out.u2(0); // constant pool entries: none given
-    for &(f, d) in &layout.statics {
-        if let Some(v) = jni.field_value(class, f, d, true) {
-            value(s, jni, out, v, level);
-        }
+    for v in jni.static_values(&entry.layout) {
+        value(s, jni, out, v, level);
     }
     true
 }
@@ -294,12 +286,16 @@ fn send_dump(s: &Shim, jni: Jni<'_>, ev: jint, u: EventData) {
 }
 
 pub fn object_dump(s: &Shim, jni: Jni<'_>, id: u64) -> jint {
-    let _frame = jni.local_frame(16);
-    let Some(object) = s.object_of(id) else {
+    let frame = jni.local_frame(16);
+    let jni = frame.jni();
+    let Some(object) = s.object_of(jni, id) else {
         return abi::FAIL;
     };
     let mut out = Out::default();
-    if !record(s, jni, &mut Layouts::default(), object, id, 2, &mut out) {
+    let mut layouts = Layouts::default();
+    let recorded = record(s, jni, &mut layouts, object, id, 2, &mut out);
+    layouts.release(jni);
+    if !recorded {
         return abi::FAIL;
     }
     send_dump(
@@ -358,17 +354,18 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
     if !(0..=2).contains(&level) {
         return abi::FAIL;
     }
-    let _frame = jni.local_frame(64);
+    let frame = jni.local_frame(64);
+    let jni = frame.jni();
     let j = s.jvmti;
     // Every loaded class has an ID and a kind first (CLASS_LOAD goes out for any new one).
     let mut kinds: HashMap<u64, jint> = HashMap::new();
-    for class in j.loaded_classes().unwrap_or_default() {
+    for class in j.loaded_classes(jni).unwrap_or_default() {
         let primitive = j
-            .class_status(class)
-            .is_ok_and(|st| st & jlive_jvm::jvmti::CLASS_STATUS_PRIMITIVE != 0);
+            .class_status(&class)
+            .is_ok_and(|st| st & CLASS_STATUS_PRIMITIVE != 0);
         if !primitive {
-            let id = s.class_id(jni, class);
-            let (kind, _) = s.kind_of(jni, class);
+            let id = s.class_id(jni, &class);
+            let (kind, _) = s.kind_of(jni, &class);
             kinds.insert(id, kind);
         }
         jni.delete_local(class);
@@ -422,12 +419,13 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
     } else {
         let mut layouts = Layouts::default();
         for chunk in objects.chunks(256) {
-            let _chunk_frame = jni.local_frame(1100);
+            let chunk_frame = jni.local_frame(1100);
+            let jni = chunk_frame.jni();
             let tags: Vec<i64> = chunk
                 .iter()
                 .flat_map(|&(id, _, _)| crate::shim::tag_variants(id))
                 .collect();
-            for (object, tag) in j.objects_with_tags(&tags).unwrap_or_default() {
+            for (object, tag) in j.objects_with_tags(jni, &tags).unwrap_or_default() {
                 record(
                     s,
                     jni,
@@ -437,9 +435,9 @@ pub fn heap_dump(s: &Shim, jni: Jni<'_>, level: jint) -> jint {
                     level,
                     &mut out,
                 );
-                jni.delete_local(object);
             }
         }
+        layouts.release(jni);
     }
     let t = if level > 0 { Some(traces(s)) } else { None };
     let (num, ptr) = t.as_ref().map_or((0, std::ptr::null()), |t| {
@@ -472,10 +470,11 @@ pub fn monitor_dump(s: &Shim, jni: Jni<'_>) -> jint {
     ]) {
         return abi::NOT_AVAILABLE;
     }
-    let _frame = jni.local_frame(64);
+    let frame = jni.local_frame(64);
+    let jni = frame.jni();
     let slots = s.all_slots();
     // The env of a thread, by its Thread object's ID.
-    let env_of = |thread: jobject| -> u64 {
+    let env_of = |thread: &Local<'_>| -> u64 {
         let id = s.object_id(thread);
         slots
             .iter()
@@ -483,12 +482,15 @@ pub fn monitor_dump(s: &Shim, jni: Jni<'_>) -> jint {
             .map_or(0, |t| t.env as u64)
     };
     // Monitors in use: owned by a thread, or waited for.
-    let mut monitors: Vec<(u64, jobject)> = Vec::new();
+    let mut monitors: Vec<(u64, Local<'_>)> = Vec::new();
     for slot in &slots {
-        let mut objects = j.owned_monitors(slot.thread()).unwrap_or_default();
-        objects.extend(j.contended_monitor(slot.thread()));
+        let Some(thread) = slot.thread() else {
+            continue;
+        };
+        let mut objects = j.owned_monitors(jni, thread).unwrap_or_default();
+        objects.extend(j.contended_monitor(jni, thread));
         for o in objects {
-            let id = s.object_id(o);
+            let id = s.object_id(&o);
             if id != 0 && !monitors.iter().any(|m| m.0 == id) {
                 monitors.push((id, o));
             } else {
@@ -498,26 +500,26 @@ pub fn monitor_dump(s: &Shim, jni: Jni<'_>) -> jint {
     }
     for id in s.waited_objects() {
         if !monitors.iter().any(|m| m.0 == id) {
-            if let Some(o) = s.object_of(id) {
+            if let Some(o) = s.object_of(jni, id) {
                 monitors.push((id, o));
             }
         }
     }
     let mut out = Out::default();
     for (id, object) in monitors {
-        let Ok(usage) = j.monitor_usage(object) else {
+        let Ok(usage) = j.monitor_usage(jni, &object) else {
             continue;
         };
         out.u1(dump::MONITOR_JAVA);
         out.id(id);
-        out.id(usage.owner.map_or(0, env_of));
+        out.id(usage.owner.as_ref().map_or(0, env_of));
         out.u4(usage.entry_count.max(0) as u32);
         out.u4(usage.waiters.len() as u32);
-        for &t in &usage.waiters {
+        for t in &usage.waiters {
             out.id(env_of(t));
         }
         out.u4(usage.notify_waiters.len() as u32);
-        for &t in &usage.notify_waiters {
+        for t in &usage.notify_waiters {
             out.id(env_of(t));
         }
     }

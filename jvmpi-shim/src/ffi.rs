@@ -13,6 +13,7 @@ use crate::monitor::RawMonitor;
 use crate::shim::{self, id_ptr, ptr_id, Shim, ThreadSlot};
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, EventCallbacks, Jvmti};
+use jlive_jvm::refs::{Borrowed, Class, Local, MethodId};
 use jni_sys::{
     jboolean, jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv, JNIInvokeInterface_, JavaVM,
     JNI_ERR, JNI_EVERSION, JNI_OK,
@@ -195,10 +196,24 @@ static REF_FUNCTIONS: OnceLock<RefFunctions> = OnceLock::new();
 
 /// Tells the agent of a global reference made or about to be deleted, if it is the program's
 /// (or the agent's own), not one the shim makes for itself.
-fn report(env: *mut JNIEnv, reference: jobject, ev: jint) {
-    if !env.is_null() && !reference.is_null() && INSIDE.with(|i| i.get()) == 0 {
-        with_shim((), |s| s.global_ref(env, ev, reference));
+///
+/// # Safety
+/// `env` is the calling thread's JNIEnv and `reference` a live reference (or null), as JNI
+/// promises its functions' callers give them.
+unsafe fn report(env: *mut JNIEnv, reference: jobject, ev: jint) {
+    if INSIDE.with(|i| i.get()) != 0 {
+        return;
     }
+    with_shim((), |s| {
+        // SAFETY: the caller's: JNI's contract on whoever called the JNI function.
+        unsafe {
+            Jni::with_raw(env, |jni| {
+                if let Some(reference) = Borrowed::from_raw(reference) {
+                    s.global_ref(jni, ev, &reference);
+                }
+            })
+        };
+    });
 }
 
 unsafe extern "system" fn new_global_ref(env: *mut JNIEnv, object: jobject) -> jobject {
@@ -207,13 +222,15 @@ unsafe extern "system" fn new_global_ref(env: *mut JNIEnv, object: jobject) -> j
     };
     // SAFETY: the JVM's NewGlobalRef with the caller's own arguments.
     let r = unsafe { (f.new_global)(env, object) };
-    report(env, r, abi::event::JNI_GLOBALREF_ALLOC);
+    // SAFETY: env is the caller's JNIEnv (JNI's contract) and r the reference just made.
+    unsafe { report(env, r, abi::event::JNI_GLOBALREF_ALLOC) };
     r
 }
 
 unsafe extern "system" fn delete_global_ref(env: *mut JNIEnv, reference: jobject) {
     if let Some(f) = REF_FUNCTIONS.get() {
-        report(env, reference, abi::event::JNI_GLOBALREF_FREE);
+        // SAFETY: env and the reference (still live) are the caller's (JNI's contract).
+        unsafe { report(env, reference, abi::event::JNI_GLOBALREF_FREE) };
         // SAFETY: the JVM's DeleteGlobalRef with the caller's own arguments.
         unsafe { (f.delete_global)(env, reference) }
     }
@@ -225,13 +242,15 @@ unsafe extern "system" fn new_weak_global_ref(env: *mut JNIEnv, object: jobject)
     };
     // SAFETY: the JVM's NewWeakGlobalRef with the caller's own arguments.
     let r = unsafe { (f.new_weak)(env, object) };
-    report(env, r, abi::event::JNI_WEAK_GLOBALREF_ALLOC);
+    // SAFETY: env is the caller's JNIEnv (JNI's contract) and r the reference just made.
+    unsafe { report(env, r, abi::event::JNI_WEAK_GLOBALREF_ALLOC) };
     r
 }
 
 unsafe extern "system" fn delete_weak_global_ref(env: *mut JNIEnv, reference: jobject) {
     if let Some(f) = REF_FUNCTIONS.get() {
-        report(env, reference, abi::event::JNI_WEAK_GLOBALREF_FREE);
+        // SAFETY: env and the reference (still live) are the caller's (JNI's contract).
+        unsafe { report(env, reference, abi::event::JNI_WEAK_GLOBALREF_FREE) };
         // SAFETY: the JVM's DeleteWeakGlobalRef with the caller's own arguments.
         unsafe { (f.delete_weak)(env, reference) }
     }
@@ -268,7 +287,10 @@ pub fn intercept_jni(jvmti: Jvmti) -> Result<(), String> {
         }
         t.GetJavaVM = Some(get_java_vm);
     }
-    jvmti.set_jni_functions(table).map_err(|e| e.to_string())
+    // SAFETY: the table is the JVM's own, never freed, with four entries replaced by
+    // functions that forward to the JVM's with the same arguments (and GetJavaVM by one that
+    // answers the wrapped VM, a valid JavaVM).
+    unsafe { jvmti.set_jni_functions(table) }.map_err(|e| e.to_string())
 }
 
 /// Opens the legacy agent and calls its `JVM_OnLoad(wrapped vm, options, NULL)`.
@@ -344,9 +366,9 @@ fn with_shim<T: Copy>(fallback: T, f: impl FnOnce(&'static Shim) -> T) -> T {
     })
 }
 
-/// The calling thread's JNIEnv, if it is attached.
-fn current_jni(s: &Shim) -> Option<Jni<'static>> {
-    s.vm.current_env()
+/// The calling thread's JNIEnv as an identity (0 or null: the thread is not attached).
+fn current_env(s: &Shim) -> *mut JNIEnv {
+    s.vm.current_env_id().unwrap_or(ptr::null_mut())
 }
 
 unsafe extern "C" fn enable_event(ev: jint, _arg: *mut c_void) -> jint {
@@ -359,10 +381,7 @@ unsafe extern "C" fn disable_event(ev: jint, _arg: *mut c_void) -> jint {
 
 unsafe extern "C" fn request_event(ev: jint, arg: *mut c_void) -> jint {
     with_shim(abi::FAIL, |s| {
-        let Some(jni) = current_jni(s) else {
-            return abi::FAIL;
-        };
-        match ev {
+        s.vm.with_current(|jni| match ev {
             abi::event::HEAP_DUMP => {
                 let level = if arg.is_null() {
                     2
@@ -375,7 +394,8 @@ unsafe extern "C" fn request_event(ev: jint, arg: *mut c_void) -> jint {
             abi::event::MONITOR_DUMP => crate::dump::monitor_dump(s, jni),
             abi::event::OBJECT_DUMP => crate::dump::object_dump(s, jni, ptr_id(arg)),
             _ => s.request(jni, ev, ptr_id(arg)),
-        }
+        })
+        .unwrap_or(abi::FAIL)
     })
 }
 
@@ -418,8 +438,8 @@ unsafe extern "C" fn get_call_trace(trace: *mut CallTrace, depth: jint) {
 
 unsafe extern "C" fn profiler_exit(code: jint) {
     let _ = catch_unwind(|| {
-        if let Some(jni) = shim::get().and_then(current_jni) {
-            jni.halt(code);
+        if let Some(s) = shim::get() {
+            s.vm.with_current(|jni| jni.halt(code));
         }
         std::process::exit(code);
     });
@@ -445,7 +465,7 @@ fn monitor(s: &Shim, id: RawMonitorId) -> Option<Arc<RawMonitor>> {
 unsafe extern "C" fn raw_monitor_enter(id: RawMonitorId) {
     with_shim((), |s| {
         if let Some(m) = monitor(s, id) {
-            let env = current_jni(s).map_or(0, |j| j.raw() as usize);
+            let env = current_env(s) as usize;
             m.enter(env, &|entering| {
                 let ev = if entering {
                     abi::event::RAW_MONITOR_CONTENDED_ENTER
@@ -540,15 +560,15 @@ unsafe extern "C" fn create_system_thread(
                 shim::DEFER_START.with(|d| d.set(true));
                 let attached = vm.attach_daemon(&name);
                 let _ = tx.send(attached.is_some());
-                if let Some(env) = attached {
+                if let Some(attached) = attached {
                     // Its THREAD_START now that its creator has returned.
-                    if let (Some(s), Some(jni)) = (shim::get(), Jni::from_callback(env)) {
-                        guarded((), || s.announce_current(jni));
+                    if let Some(s) = shim::get() {
+                        attached.with(|jni| guarded((), || s.announce_current(jni)));
                     }
                     // SAFETY: the agent's thread function (checked non-null), run as JVMPI
                     // ran it, with a NULL argument.
                     let _ = catch_unwind(|| unsafe { f(ptr::null_mut()) });
-                    vm.detach_current();
+                    // Detached as `attached` drops.
                 }
             });
         if spawned.is_err() {
@@ -579,9 +599,7 @@ unsafe extern "C" fn enable_gc() {
 
 unsafe extern "C" fn run_gc() {
     with_shim((), |s| {
-        if let Some(jni) = current_jni(s) {
-            s.run_gc(jni);
-        }
+        s.vm.with_current(|jni| s.run_gc(jni));
     })
 }
 
@@ -590,30 +608,39 @@ unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> JobjectId {
 }
 
 unsafe extern "C" fn get_method_class(method: jmethodID) -> JobjectId {
+    // SAFETY: JVMPI's contract: the agent passes a method ID the shim gave it in an event
+    // (checked non-null only: a forged one would be the agent's bug, as under JVMPI).
+    let Some(method) = (unsafe { MethodId::from_raw(method) }) else {
+        return ptr::null_mut();
+    };
     with_shim(ptr::null_mut(), |s| {
-        let Some(jni) = current_jni(s) else {
-            return ptr::null_mut();
-        };
-        if method.is_null() {
-            return ptr::null_mut();
-        }
-        let Some(class) = s.jvmti.method_declaring_class(method) else {
-            return ptr::null_mut();
-        };
-        let id = s.class_id(jni, class);
-        jni.delete_local(class);
-        id_ptr(id)
+        s.vm.with_current(|jni| {
+            let Some(class) = s.jvmti.method_declaring_class(jni, method) else {
+                return ptr::null_mut();
+            };
+            let id = s.class_id(jni, &class);
+            jni.delete_local(class);
+            id_ptr(id)
+        })
+        .unwrap_or(ptr::null_mut())
     })
 }
 
 unsafe extern "C" fn jobject_id_to_jobject(id: JobjectId) -> jobject {
     with_shim(ptr::null_mut(), |s| {
-        s.object_of(ptr_id(id)).unwrap_or(ptr::null_mut())
+        // A local reference of the agent's current frame, handed to it as JVMPI did.
+        s.vm.with_current(|jni| s.object_of(jni, ptr_id(id)).map(|o| o.into_raw()))
+            .flatten()
+            .unwrap_or(ptr::null_mut())
     })
 }
 
 unsafe extern "C" fn jobject_to_jobject_id(object: jobject) -> JobjectId {
-    with_shim(ptr::null_mut(), |s| id_ptr(s.object_id(object)))
+    with_shim(ptr::null_mut(), |s| {
+        // SAFETY: JVMPI's contract: a live reference of the calling agent thread (or null).
+        let object = unsafe { Local::from_raw(object) };
+        object.map_or(ptr::null_mut(), |o| id_ptr(s.object_id(&o)))
+    })
 }
 
 /// SuspendThreadList / ResumeThreadList: each thread's result in `results`.
@@ -659,45 +686,51 @@ unsafe extern "C" fn agent_malloc(size: c_uint) -> *mut c_void {
 
 // ---- JVMTI callbacks ----
 
-fn shim_and_jni<'a>(jni: *mut JNIEnv) -> Option<(&'static Shim, Jni<'a>)> {
-    Some((shim::get()?, Jni::from_callback(jni)?))
+/// Runs `f` with the shim and a JVMTI callback's env, guarded.
+///
+/// # Safety
+/// `jni` is the JNIEnv of the JVMTI callback now running on this thread.
+unsafe fn with_callback(jni: *mut JNIEnv, f: impl for<'l> FnOnce(&'static Shim, Jni<'l>)) {
+    guarded((), || {
+        let Some(s) = shim::get() else {
+            return;
+        };
+        // SAFETY: the caller's.
+        unsafe { Jni::with_raw(jni, |jni| f(s, jni)) };
+    })
 }
 
 unsafe extern "C" fn vm_init(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
+    // SAFETY: called by the JVM as JVMTI VMInit: jni is this thread's env.
+    unsafe {
+        with_callback(jni, |s, jni| {
             if let Err(e) = intercept_jni(s.jvmti) {
                 eprintln!("jlive: the JNI function table could not be wrapped ({}): no JNI global reference events, and agents that ask JNI for their VM will not find JVMPI", e);
             }
             s.vm_init(jni);
-        }
-    })
+        })
+    }
 }
 
 unsafe extern "C" fn vm_death(_j: *mut jvmtiEnv, jni: *mut JNIEnv) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.vm_death(jni);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI VMDeath: jni is this thread's env.
+    unsafe { with_callback(jni, |s, jni| s.vm_death(jni)) }
 }
 
 unsafe extern "C" fn thread_start(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
+    // SAFETY: called by the JVM as JVMTI ThreadStart: jni is this thread's env.
+    unsafe {
+        with_callback(jni, |s, jni| {
             if !Shim::own_thread() {
                 s.thread_started(jni);
             }
-        }
-    })
+        })
+    }
 }
 
 unsafe extern "C" fn thread_end(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.thread_end(jni);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI ThreadEnd: jni is this thread's env.
+    unsafe { with_callback(jni, |s, jni| s.thread_end(jni)) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -724,10 +757,10 @@ unsafe extern "C" fn class_file_load_hook(
         {
             return;
         }
-        if let Some(jni) = Jni::from_callback(jni) {
-            if s.is_live() {
-                let _ = s.thread(jni);
-            }
+        if s.is_live() {
+            // SAFETY: called by the JVM as JVMTI ClassFileLoadHook: jni is this thread's env
+            // (or null in the primordial phase).
+            unsafe { Jni::with_raw(jni, |jni| s.thread(jni)) };
         }
         let mut e = Event {
             event_type: abi::event::CLASS_LOAD_HOOK,
@@ -774,34 +807,50 @@ unsafe extern "C" fn class_prepare(
     _t: jobject,
     class: jclass,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.class_prepare(jni, class);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI ClassPrepare: jni is this thread's env, class a
+    // local reference of this call to the class prepared.
+    unsafe {
+        with_callback(jni, |s, jni| {
+            if let Some(class) = Class::from_raw(class) {
+                s.class_prepare(jni, &class);
+            }
+        })
+    }
 }
 
-unsafe extern "C" fn method_entry(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject, m: jmethodID) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.method(jni, m, true);
-        }
-    })
+/// MethodEntry and MethodExit.
+///
+/// # Safety
+/// As JVMTI calls those callbacks: jni is this thread's env, thread a local reference of this
+/// call, method the method entered or left.
+unsafe fn method(jni: *mut JNIEnv, thread: jobject, method: jmethodID, entry: bool) {
+    // SAFETY: the caller's.
+    unsafe {
+        with_callback(jni, |s, jni| {
+            if let (Some(thread), Some(method)) =
+                (Local::from_raw(thread), MethodId::from_raw(method))
+            {
+                s.method(jni, &thread, method, entry);
+            }
+        })
+    }
+}
+
+unsafe extern "C" fn method_entry(_j: *mut jvmtiEnv, jni: *mut JNIEnv, t: jobject, m: jmethodID) {
+    // SAFETY: called by the JVM as JVMTI MethodEntry.
+    unsafe { method(jni, t, m, true) }
 }
 
 unsafe extern "C" fn method_exit(
     _j: *mut jvmtiEnv,
     jni: *mut JNIEnv,
-    _t: jobject,
+    t: jobject,
     m: jmethodID,
     _popped: jboolean,
     _value: jvalue,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.method(jni, m, false);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI MethodExit.
+    unsafe { method(jni, t, m, false) }
 }
 
 unsafe extern "C" fn compiled_method_load(
@@ -826,7 +875,11 @@ unsafe extern "C" fn compiled_method_load(
             // SAFETY: JVMTI passes map_length jvmtiAddrLocationMap entries, valid for the call.
             unsafe { std::slice::from_raw_parts(map, map_length as usize) }
         };
-        let table = s.line_table(method);
+        // SAFETY: called by the JVM as JVMTI CompiledMethodLoad: a method of this JVM.
+        let Some(id) = (unsafe { MethodId::from_raw(method) }) else {
+            return;
+        };
+        let table = s.line_table(id);
         let lines: Vec<abi::Lineno> = map
             .iter()
             .map(|e| abi::Lineno {
@@ -834,7 +887,7 @@ unsafe extern "C" fn compiled_method_load(
                 lineno: shim::line_at(&table, e.location),
             })
             .collect();
-        let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+        let env = current_env(s);
         s.send(
             env,
             abi::event::COMPILED_METHOD_LOAD,
@@ -859,7 +912,7 @@ unsafe extern "C" fn compiled_method_unload(
     guarded((), || {
         if let Some(s) = shim::get() {
             if s.on(abi::event::COMPILED_METHOD_UNLOAD) {
-                let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+                let env = current_env(s);
                 s.send(
                     env,
                     abi::event::COMPILED_METHOD_UNLOAD,
@@ -876,7 +929,7 @@ unsafe extern "C" fn data_dump_request(_j: *mut jvmtiEnv) {
     guarded((), || {
         if let Some(s) = shim::get() {
             if s.on(abi::event::DATA_DUMP_REQUEST) {
-                let env = current_jni(s).map_or(ptr::null_mut(), |j| j.raw());
+                let env = current_env(s);
                 s.send(
                     env,
                     abi::event::DATA_DUMP_REQUEST,
@@ -889,6 +942,22 @@ unsafe extern "C" fn data_dump_request(_j: *mut jvmtiEnv) {
     })
 }
 
+/// The monitor events.
+///
+/// # Safety
+/// As JVMTI calls their callbacks: jni is this thread's env, object a local reference of
+/// this call.
+unsafe fn monitor_event(jni: *mut JNIEnv, object: jobject, ev: jint, timeout: Option<jlong>) {
+    // SAFETY: the caller's.
+    unsafe {
+        with_callback(jni, |s, jni| {
+            if let Some(object) = Local::from_raw(object) {
+                s.monitor_event(jni, ev, &object, timeout);
+            }
+        })
+    }
+}
+
 unsafe extern "C" fn monitor_wait(
     _j: *mut jvmtiEnv,
     jni: *mut JNIEnv,
@@ -896,11 +965,8 @@ unsafe extern "C" fn monitor_wait(
     o: jobject,
     ms: jlong,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.monitor_event(jni, abi::event::MONITOR_WAIT, o, Some(ms));
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI MonitorWait.
+    unsafe { monitor_event(jni, o, abi::event::MONITOR_WAIT, Some(ms)) }
 }
 
 unsafe extern "C" fn monitor_waited(
@@ -910,19 +976,13 @@ unsafe extern "C" fn monitor_waited(
     o: jobject,
     _to: jboolean,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.monitor_event(jni, abi::event::MONITOR_WAITED, o, None);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI MonitorWaited.
+    unsafe { monitor_event(jni, o, abi::event::MONITOR_WAITED, None) }
 }
 
 unsafe extern "C" fn contended_enter(_j: *mut jvmtiEnv, jni: *mut JNIEnv, _t: jobject, o: jobject) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.monitor_event(jni, abi::event::MONITOR_CONTENDED_ENTER, o, None);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI MonitorContendedEnter.
+    unsafe { monitor_event(jni, o, abi::event::MONITOR_CONTENDED_ENTER, None) }
 }
 
 unsafe extern "C" fn contended_entered(
@@ -931,11 +991,8 @@ unsafe extern "C" fn contended_entered(
     _t: jobject,
     o: jobject,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            s.monitor_event(jni, abi::event::MONITOR_CONTENDED_ENTERED, o, None);
-        }
-    })
+    // SAFETY: called by the JVM as JVMTI MonitorContendedEntered.
+    unsafe { monitor_event(jni, o, abi::event::MONITOR_CONTENDED_ENTERED, None) }
 }
 
 /// In the collector's context: a lock and a notify only.
@@ -964,13 +1021,18 @@ unsafe extern "C" fn object_alloc(
     class: jclass,
     size: jlong,
 ) {
-    guarded((), || {
-        if let Some((s, jni)) = shim_and_jni(jni) {
-            if s.on(abi::event::OBJECT_ALLOC) {
-                s.object_alloc(jni, object, class, size, 0);
+    // SAFETY: called by the JVM as JVMTI VMObjectAlloc or SampledObjectAlloc: jni is this
+    // thread's env, object and class local references of this call (class the object's).
+    unsafe {
+        with_callback(jni, |s, jni| {
+            if !s.on(abi::event::OBJECT_ALLOC) {
+                return;
             }
-        }
-    })
+            if let (Some(object), Some(class)) = (Local::from_raw(object), Class::from_raw(class)) {
+                s.object_alloc(jni, &object, &class, size, 0);
+            }
+        })
+    }
 }
 
 /// Registers every callback the shim's events may need (each JVMTI event stays off until
@@ -996,5 +1058,7 @@ pub fn set_callbacks(jvmti: Jvmti) -> jvmti::Result<()> {
     cb.base.ObjectFree = Some(object_free);
     cb.base.VMObjectAlloc = Some(object_alloc);
     cb.sampled_object_alloc = Some(object_alloc);
-    jvmti.set_event_callbacks(&cb)
+    // SAFETY: each function above is written for its event's arguments (jvmti.h), catches
+    // its own panics and may run on any thread.
+    unsafe { jvmti.set_event_callbacks(&cb) }
 }

@@ -11,7 +11,7 @@ use crate::runtime::Runtime;
 use crate::symbols::internal_name;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, cap};
-use jni_sys::jclass;
+use jlive_jvm::refs::{GlobalClass, MethodId};
 use std::sync::atomic::Ordering;
 
 impl Bci {
@@ -76,19 +76,21 @@ impl Bci {
                 if ended_first(p) {
                     return;
                 }
-                let Some(env) = p.vm().attach_daemon(c"jlive critical") else {
+                let Some(attached) = p.vm().attach_daemon(c"jlive critical") else {
                     critical_failed(p, "no thread to make the FFM downcalls on");
                     return;
                 };
                 let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    if let (Some(jni), Some(class)) = (Jni::from_callback(env), self.trampoline()) {
-                        self.make_critical(p, jni, class, started);
-                    }
+                    attached.with(|jni| {
+                        if let Some(class) = self.trampoline() {
+                            self.make_critical(p, jni, class, started);
+                        }
+                    })
                 }));
                 if made.is_err() {
                     log::warn("internal error making the FFM downcalls");
                 }
-                p.vm().detach_current();
+                drop(attached);
             });
         match spawned {
             Ok(_) => log::info(
@@ -103,10 +105,16 @@ impl Bci {
 
     /// [`prepare_critical`]'s thread: makes the downcalls, checks them and hands them to the
     /// trampolines (`class`, a global reference).
-    fn make_critical(&self, p: &Runtime, jni: Jni<'_>, class: jclass, started: std::time::Instant) {
+    fn make_critical(
+        &self,
+        p: &Runtime,
+        jni: Jni<'_>,
+        class: &GlobalClass,
+        started: std::time::Instant,
+    ) {
         // The thread checked before it attached; each later step checks again that the program,
         // which has no use for them once it ends, still runs.
-        if jni.call_static_boolean(class, c"critical", c"()Z") != Some(true) {
+        if jni.call_static_boolean(class, c"critical") != Some(true) {
             critical_failed(p, "the FFM critical downcalls could not be made");
             return;
         }
@@ -120,7 +128,7 @@ impl Bci {
         if ended_first(p) {
             return;
         }
-        if jni.call_static_boolean(class, c"publishCritical", c"()Z") == Some(true) {
+        if jni.call_static_boolean(class, c"publishCritical") == Some(true) {
             log::info(&format!(
                 "trampolines: FFM critical downcalls ready in {:?}",
                 started.elapsed()
@@ -131,24 +139,23 @@ impl Bci {
     /// Runs both downcalls with MethodEntry on for this thread (the FFM adapter is JDK code that
     /// changes between releases): Ok if every Java method they ran is one jlive never instruments
     /// with the downcalls in use, as an instrumented one would call them again, without end.
-    fn probe_critical(&self, p: &Runtime, jni: Jni<'_>, class: jclass) -> Result<(), String> {
+    fn probe_critical(&self, p: &Runtime, jni: Jni<'_>, class: &GlobalClass) -> Result<(), String> {
         if !p.caps().has(cap::GENERATE_METHOD_ENTRY_EVENTS) {
             return Err("no MethodEntry events to check the FFM downcalls with".into());
         }
         let thread = p
             .jvmti()
-            .current_thread()
+            .current_thread(jni)
             .ok_or("no current thread to check the FFM downcalls on")?;
         *self.probed.lock() = Some((std::thread::current().id(), Vec::new()));
         self.probing.store(true, Ordering::SeqCst);
         let on = p
             .jvmti()
-            .set_thread_event(jvmti::EVENT_METHOD_ENTRY, true, thread);
-        let ran =
-            on.is_ok() && jni.call_static_boolean(class, c"probeCritical", c"()Z") == Some(true);
+            .set_thread_event(jvmti::EVENT_METHOD_ENTRY, true, &thread);
+        let ran = on.is_ok() && jni.call_static_boolean(class, c"probeCritical") == Some(true);
         let _ = p
             .jvmti()
-            .set_thread_event(jvmti::EVENT_METHOD_ENTRY, false, thread);
+            .set_thread_event(jvmti::EVENT_METHOD_ENTRY, false, &thread);
         self.probing.store(false, Ordering::SeqCst);
         let mut found = self
             .probed
@@ -182,15 +189,19 @@ impl Bci {
 
     /// [`probe_critical`]: notes the class of a method a downcall ran if jlive would instrument it.
     #[cold]
-    pub fn probed(&self, p: &Runtime, method: jni_sys::jmethodID) {
+    pub fn probed(&self, p: &Runtime, method: MethodId) {
         let me = std::thread::current().id();
         if !self.probed.lock().as_ref().is_some_and(|(t, _)| *t == me) {
             return; // another thread's entry (MethodEntry switched on for all, drop_hoisted_gates)
         }
-        let Some(class) = p.jvmti().method_declaring_class(method) else {
-            return;
-        };
-        let Ok(signature) = p.jvmti().class_signature(class) else {
+        let Some(signature) = p
+            .vm()
+            .with_current(|jni| {
+                let class = p.jvmti().method_declaring_class(jni, method)?;
+                p.jvmti().class_signature(&class).ok()
+            })
+            .flatten()
+        else {
             return;
         };
         let name = internal_name(&signature);

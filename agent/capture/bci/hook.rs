@@ -10,24 +10,23 @@ use crate::symbols::{internal_name, BciKeys};
 use jlive_bci::rewrite::{self, Weave, TRAMPOLINE};
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{cap, Jvmti};
-use jni_sys::{jclass, jobject, JNIEnv};
+use jlive_jvm::refs::{Class, Local, Ref};
 use std::sync::atomic::Ordering;
 
 impl crate::capture::Capture {
-    /// ClassFileLoadHook (the raw arguments are taken apart in `ffi::hooks`): the rewritten
-    /// class, or None to leave it as it is. Keys are tied to the class now (retransformation)
-    /// or when it is prepared (first load).
-    #[allow(clippy::too_many_arguments)]
+    /// ClassFileLoadHook (the raw arguments are taken apart in `entry/jvmti.rs`): the
+    /// rewritten class, or None to leave it as it is. Keys are tied to the class now
+    /// (retransformation) or when it is prepared (first load).
     pub fn class_file_load(
         &self,
         rt: &Runtime,
-        jvmti: Jvmti,
-        jni: *mut JNIEnv,
-        redefined: jclass,
-        loader: jobject,
+        jni: Jni<'_>,
+        redefined: Option<&Class<'_>>,
+        loader: Option<&Local<'_>>,
         name: &str,
         bytes: &[u8],
     ) -> Option<Vec<u8>> {
+        let jvmti = rt.jvmti();
         let bci = self.bci();
         if !bci.ready.load(Ordering::SeqCst) || name == TRAMPOLINE {
             return None; // not yet: retransformed at VM init instead
@@ -43,12 +42,12 @@ impl crate::capture::Capture {
             return synced;
         }
         let bytes = synced.as_deref().unwrap_or(bytes);
-        let boot = loader.is_null();
+        let boot = loader.is_none();
         let Some(out) = bci.transform(
             rt,
             name,
             bytes,
-            weave(rt, redefined.is_null(), critical),
+            weave(rt, redefined.is_none(), critical),
             boot,
         ) else {
             return synced;
@@ -63,12 +62,15 @@ impl crate::capture::Capture {
                 jlive_bci::classfile::method_names(bytes).ok()
             },
         };
-        if redefined.is_null() {
-            rt.symbols()
-                .add_pending(bci.loader_identity(jvmti, loader), name.to_string(), keys);
-        } else if let Some(jni) = Jni::from_callback(jni) {
-            if let Some(key) = rt.classes(jvmti, jni).key(redefined) {
-                rt.symbols().link_bci(&keys, key);
+        match redefined {
+            None => {
+                let loader = loader.map_or(0, |l| bci.loader_identity(jvmti, l));
+                rt.symbols().add_pending(loader, name.to_string(), keys);
+            }
+            Some(redefined) => {
+                if let Some(key) = rt.classes(jvmti, jni).key(redefined) {
+                    rt.symbols().link_bci(&keys, key);
+                }
             }
         }
         Some(out.bytes)
@@ -170,7 +172,7 @@ impl Bci {
         rt: &Runtime,
         jvmti: Jvmti,
         jni: Jni<'_>,
-        class: jclass,
+        class: &Class<'_>,
         key: jlive_writer::record::ClassKey,
     ) {
         let Ok(signature) = jvmti.class_signature(class) else {
@@ -187,19 +189,17 @@ impl Bci {
     }
 
     /// The identity of `class`'s loader ([`loader_identity`]; 0 = bootstrap).
-    pub(super) fn loader_of(&self, jvmti: Jvmti, jni: Jni<'_>, class: jclass) -> i64 {
-        jvmti.class_loader(class).map_or(0, |l| {
-            let identity = self.loader_identity(jvmti, l);
+    pub(super) fn loader_of(&self, jvmti: Jvmti, jni: Jni<'_>, class: &Class<'_>) -> i64 {
+        jvmti.class_loader(jni, class).map_or(0, |l| {
+            let identity = self.loader_identity(jvmti, &l);
             jni.delete_local(l);
             identity
         })
     }
 
-    /// The identity of a class loader: its tag, given one the first time (0 = bootstrap).
-    fn loader_identity(&self, jvmti: Jvmti, loader: jobject) -> i64 {
-        if loader.is_null() {
-            return 0;
-        }
+    /// The identity of a class loader (not the bootstrap loader, 0): its tag, given one the
+    /// first time.
+    fn loader_identity(&self, jvmti: Jvmti, loader: &impl Ref) -> i64 {
         match jvmti.tag(loader) {
             Ok(0) => {
                 let tag = LOADER_TAG | (self.loaders.fetch_add(1, Ordering::Relaxed) + 1) as i64;

@@ -23,7 +23,8 @@ use crate::runtime::Runtime;
 use jlive_bci::rewrite::{Weave, TRAMPOLINE};
 use jlive_jvm::jni::{GlobalClasses, Jni};
 use jlive_jvm::jvmti::cap;
-use jni_sys::{jclass, jint};
+use jlive_jvm::refs::{Class, GlobalClass};
+use jni_sys::jint;
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -194,9 +195,18 @@ impl Bci {
     }
 
     /// VMStart: defines the trampoline class in the bootstrap loader.
-    pub fn define_trampoline(jni: Jni<'_>) -> Result<jclass, String> {
-        jni.define_boot_class(c"java/lang/JliveTrampoline", TRAMPOLINE_CLASS)
-            .ok_or_else(|| "cannot define java/lang/JliveTrampoline in the bootstrap loader".into())
+    pub fn define_trampoline(jni: Jni<'_>) -> Result<(), String> {
+        // SAFETY: TRAMPOLINE_CLASS is javac's output for trampoline/ (build.rs), a class the
+        // verifier accepts (the tests load it with verification on).
+        let defined =
+            unsafe { jni.define_boot_class(c"java/lang/JliveTrampoline", TRAMPOLINE_CLASS) };
+        match defined {
+            Some(class) => {
+                jni.delete_local(class);
+                Ok(())
+            }
+            None => Err("cannot define java/lang/JliveTrampoline in the bootstrap loader".into()),
+        }
     }
 
     /// Attached: the JVM looks an attached agent up for natives only once Agent_OnAttach has
@@ -207,11 +217,11 @@ impl Bci {
     /// initialization.
     pub fn initialize_attached_trampoline(&self, jni: Jni<'_>) -> Result<(), String> {
         let library = jlive_jvm::os::own_library().ok_or("cannot tell where libjlive.so is")?;
-        if !jni.set_system_property(c"jlive.library", Some(&library)) {
+        if !jni.set_system_property("jlive.library", Some(&library)) {
             return Err("cannot set the system property jlive.library".into());
         }
         let initialized = self.initialize_trampoline(jni);
-        jni.set_system_property(c"jlive.library", None);
+        jni.set_system_property("jlive.library", None);
         initialized
     }
 
@@ -226,8 +236,8 @@ impl Bci {
     }
 
     /// JliveTrampoline, once bound.
-    fn trampoline(&self) -> Option<jclass> {
-        self.bound.get().and_then(|c| c.as_slice().first().copied())
+    fn trampoline(&self) -> Option<&GlobalClass> {
+        self.bound.get().and_then(|c| c.as_slice().first())
     }
 
     /// `instrument=burst`: whether the first burst has begun to instrument (classes are
@@ -264,11 +274,19 @@ fn weave(rt: &Runtime, first_load: bool, critical: bool) -> Weave {
 impl super::Capture {
     /// `JliveTrampoline.bind()`, called from its `<clinit>`: binds the trampolines to
     /// `natives` (if that fails, nothing is instrumented to call them).
-    pub fn bind_trampolines(&self, rt: &Runtime, jni: Jni<'_>, class: jclass, natives: &[Native]) {
+    pub fn bind_trampolines(
+        &self,
+        rt: &Runtime,
+        jni: Jni<'_>,
+        class: &Class<'_>,
+        natives: &[Native],
+    ) {
         if jni.register_natives(class, natives) {
             self.sync().trampoline_bound(rt.jvmti(), class);
             let bci = self.bci();
-            let _ = bci.bound.set(jni.global_classes(&[class]));
+            let _ = bci
+                .bound
+                .set(jni.global_classes(std::slice::from_ref(class)));
             // A burst that began before the binding set the gate alone (its Java copy needs
             // the class).
             gate::set_java_gate(bci, jni, gate::current());

@@ -8,7 +8,7 @@ use crate::runtime::Runtime;
 use crate::symbols::{internal_name, with_loaded_classes};
 use jlive_jvm::jni::{GlobalClasses, Jni};
 use jlive_jvm::jvmti::{self, Jvmti, ACC_ABSTRACT, ACC_NATIVE};
-use jni_sys::jclass;
+use jlive_jvm::refs::{Class, Ref};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 impl Bci {
@@ -43,14 +43,16 @@ impl Bci {
             }
         }
         p.vm().with_env(|jni| {
-            let _frame = jni.local_frame(16);
+            let frame = jni.local_frame(16);
+            let jni = frame.jni();
             // From here on ClassPrepare registers each class; those prepared before are listed
             // after it, and registered here. Before the downcalls' thread loads any class: a class
             // loaded unrewritten could not get its native wrappers later.
             self.rewriting.store(true, Ordering::SeqCst);
             self.prepare_critical(p, jni);
-            let classes = p.classes(p.jvmti(), jni);
-            with_loaded_classes(p.jvmti(), jni, |loaded| classes.register_prepared(&loaded));
+            with_loaded_classes(p.jvmti(), jni, |jni, loaded| {
+                p.classes(p.jvmti(), jni).register_prepared(&loaded)
+            });
             self.retransform_loaded(p, p.jvmti(), jni);
         })?;
         *done = true;
@@ -70,7 +72,7 @@ impl Bci {
     /// trampolines were ready (an attached JVM keeps loading classes meanwhile).
     pub fn retransform_loaded(&'static self, p: &'static Runtime, jvmti: Jvmti, jni: Jni<'_>) {
         self.load_callees(p, jni);
-        let (work, left, first) = with_loaded_classes(jvmti, jni, |loaded| {
+        let (work, left, first) = with_loaded_classes(jvmti, jni, |jni, loaded| {
             self.to_retransform(p, jvmti, jni, loaded, true)
         });
         let started = std::time::Instant::now();
@@ -97,14 +99,14 @@ impl Bci {
                         .name("jlive-retransform".into())
                         .spawn_scoped(s, || {
                             crate::transport::mark_agent_thread();
-                            if p.vm().attach_daemon(c"jlive retransform").is_none() {
+                            let Some(attached) = p.vm().attach_daemon(c"jlive retransform") else {
                                 log::warn("a retransforming thread could not attach to the JVM; the others take its chunks");
                                 return None;
-                            }
+                            };
                             let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                 retransform_chunks(jvmti, &work.as_slice()[first..], &next)
                             }));
-                            p.vm().detach_current();
+                            drop(attached);
                             taken.ok()
                         })
                 })
@@ -126,7 +128,7 @@ impl Bci {
             ));
         });
         jni.release(work);
-        let (more, _, _) = with_loaded_classes(jvmti, jni, |loaded| {
+        let (more, _, _) = with_loaded_classes(jvmti, jni, |jni, loaded| {
             self.to_retransform(p, jvmti, jni, loaded, false)
         });
         if !more.as_slice().is_empty() {
@@ -149,34 +151,34 @@ impl Bci {
         p: &Runtime,
         jvmti: Jvmti,
         jni: Jni<'_>,
-        loaded: Vec<jclass>,
+        loaded: Vec<Class<'_>>,
         count: bool,
     ) -> (GlobalClasses, u64, usize) {
         let classes = p.classes(jvmti, jni);
         let (mut first, mut todo) = (Vec::new(), Vec::new());
         let mut left = 0;
         for class in loaded {
-            let Ok(signature) = jvmti.class_signature(class) else {
+            let Ok(signature) = jvmti.class_signature(&class) else {
                 continue;
             };
             let name = internal_name(&signature);
             if signature.starts_with('[') || self.excluded(&name) || !p.filter().traces(&name) {
                 continue;
             }
-            if !jvmti.is_modifiable_class(class) {
+            if !jvmti.is_modifiable_class(&class) {
                 continue;
             }
             // Rewritten as it loaded, meanwhile (the verifier of a retransformed class loads the
             // classes it checks against), and linked when it is prepared: as a retransformation
             // would drop its native wrappers, HotSpot would refuse it. Asked before whether it is
             // linked: ClassPrepare links a class before its pending keys go.
-            let loader = self.loader_of(jvmti, jni, class);
-            if p.symbols().is_pending(loader, &name) || p.symbols().is_linked(classes.key(class)) {
+            let loader = self.loader_of(jvmti, jni, &class);
+            if p.symbols().is_pending(loader, &name) || p.symbols().is_linked(classes.key(&class)) {
                 continue;
             }
             // Retransforming a class redefines it even when the hook gives nothing back (HotSpot
             // parses and merges the class again, ~0.2 ms each): leave out those with no code.
-            if let Some(natives) = nothing_to_trace(jvmti, class) {
+            if let Some(natives) = nothing_to_trace(jvmti, &class) {
                 // Counted once, by the first pass.
                 if count {
                     self.stats.untouched.fetch_add(1, Ordering::Relaxed);
@@ -200,7 +202,8 @@ impl Bci {
     /// reflect.Array...), so that the hook instruments them, and learns their intrinsic
     /// candidates, before the classes that call them.
     fn load_callees(&self, p: &Runtime, jni: Jni<'_>) {
-        let _frame = jni.local_frame(4);
+        let frame = jni.local_frame(4);
+        let jni = frame.jni();
         for name in CALLEES_FIRST {
             if self.excluded(name)
                 || !p.filter().traces(name)
@@ -228,7 +231,7 @@ const RETRANSFORM_THREADS: usize = 4;
 
 /// Retransforms the chunks of `classes` that no other thread has taken (`next` counts them
 /// out) and answers how many it took.
-fn retransform_chunks(jvmti: Jvmti, classes: &[jclass], next: &AtomicUsize) -> usize {
+fn retransform_chunks(jvmti: Jvmti, classes: &[impl Ref], next: &AtomicUsize) -> usize {
     let mut taken = 0;
     while let Some(range) = take_chunk(classes.len(), next) {
         taken += 1;
@@ -240,7 +243,7 @@ fn retransform_chunks(jvmti: Jvmti, classes: &[jclass], next: &AtomicUsize) -> u
 /// Retransforms `classes` in one call; if that fails, each half again, down to the classes
 /// that fail alone, which are logged. Each call is a safepoint that walks every loaded class,
 /// so one bad class costs about twice the chunk's logarithm of calls, not one per class.
-fn retransform_halving(jvmti: Jvmti, classes: &[jclass]) {
+fn retransform_halving(jvmti: Jvmti, classes: &[impl Ref]) {
     if classes.is_empty() {
         return;
     }
@@ -248,7 +251,7 @@ fn retransform_halving(jvmti: Jvmti, classes: &[jclass]) {
         return;
     };
     if let [class] = classes {
-        let name = jvmti.class_signature(*class).unwrap_or_default();
+        let name = jvmti.class_signature(class).unwrap_or_default();
         log::info(&format!("cannot retransform {}: {}", name, e));
         return;
     }
@@ -268,7 +271,7 @@ fn take_chunk(len: usize, next: &AtomicUsize) -> Option<std::ops::Range<usize>> 
 
 /// Some(number of native methods) when no method of `class` has code: only abstract and
 /// native ones (an interface without default or static methods, an annotation type).
-fn nothing_to_trace(jvmti: Jvmti, class: jclass) -> Option<u64> {
+fn nothing_to_trace(jvmti: Jvmti, class: &Class<'_>) -> Option<u64> {
     let mut natives = 0;
     for method in jvmti.class_methods(class).ok()? {
         let modifiers = jvmti.method_modifiers(method).ok()?;

@@ -6,7 +6,8 @@ use crate::ffi;
 use crate::monitor::RawMonitor;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, ACC_STATIC};
-use jni_sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
+use jlive_jvm::refs::{Class, Local, MethodId, Ref};
+use jni_sys::{jint, jlong, JNIEnv};
 use std::ffi::{c_void, CString};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -46,16 +47,16 @@ impl Shim {
             self.arena_new(Some(jni.raw()));
         }
         if self.on(event::CLASS_LOAD) {
-            for class in self.jvmti.loaded_classes().unwrap_or_default() {
-                let prepared = self.jvmti.class_status(class).is_ok_and(|s| {
+            for class in self.jvmti.loaded_classes(jni).unwrap_or_default() {
+                let prepared = self.jvmti.class_status(&class).is_ok_and(|s| {
                     s & (jvmti::CLASS_STATUS_PREPARED | jvmti::CLASS_STATUS_ARRAY) != 0
                 });
                 let primitive = self
                     .jvmti
-                    .class_status(class)
+                    .class_status(&class)
                     .is_ok_and(|s| s & jvmti::CLASS_STATUS_PRIMITIVE != 0);
                 if prepared && !primitive {
-                    self.class_id(jni, class);
+                    self.class_id(jni, &class);
                 }
                 jni.delete_local(class);
             }
@@ -74,18 +75,12 @@ impl Shim {
             .name("jlive JVMPI GC".into())
             .spawn(move || {
                 OWN.with(|o| o.set(true));
-                match vm
+                let ran = vm
                     .attach_daemon(c"jlive JVMPI GC")
-                    .and_then(Jni::from_callback)
-                {
-                    Some(jni) => {
-                        self.gc_thread(jni);
-                        vm.detach_current();
-                    }
-                    None => {
-                        self.gc.lock().running = false;
-                        self.gc_delivered.notify_all();
-                    }
+                    .and_then(|attached| attached.with(|jni| self.gc_thread(jni)));
+                if ran.is_none() {
+                    self.gc.lock().running = false;
+                    self.gc_delivered.notify_all();
                 }
             });
         if spawned.is_err() {
@@ -159,22 +154,22 @@ impl Shim {
         if !self.on(ev) {
             return Err(format!("the agent has not enabled {}", name));
         }
-        let jni = self
-            .vm
-            .current_env()
+        self.vm
+            .with_current(|jni| {
+                self.thread(jni);
+                self.send(
+                    jni.raw(),
+                    ev,
+                    EventData {
+                        id: ptr::null_mut(),
+                    },
+                );
+            })
             .ok_or("this thread is not attached to the JVM")?;
-        self.thread(jni);
-        self.send(
-            jni.raw(),
-            ev,
-            EventData {
-                id: ptr::null_mut(),
-            },
-        );
         Ok(format!("{} sent", name))
     }
 
-    pub fn method(&self, jni: Jni<'_>, method: jmethodID, entry: bool) {
+    pub fn method(&self, jni: Jni<'_>, thread: &Local<'_>, method: MethodId, entry: bool) {
         if Self::own_thread() {
             return;
         }
@@ -187,7 +182,7 @@ impl Shim {
                     jni.raw(),
                     event::METHOD_EXIT,
                     EventData {
-                        id: method as *mut c_void,
+                        id: method.as_raw() as *mut c_void,
                     },
                 );
             }
@@ -198,7 +193,7 @@ impl Shim {
                 jni.raw(),
                 event::METHOD_ENTRY,
                 EventData {
-                    id: method as *mut c_void,
+                    id: method.as_raw() as *mut c_void,
                 },
             );
         }
@@ -206,9 +201,9 @@ impl Shim {
             let receiver = if self.jvmti.method_modifiers(method).unwrap_or(0) & ACC_STATIC != 0 {
                 0
             } else {
-                match self.jvmti.local_instance(ptr::null_mut(), 0) {
+                match self.jvmti.local_instance(jni, thread, 0) {
                     Some(o) => {
-                        let id = self.object_id(o);
+                        let id = self.object_id(&o);
                         jni.delete_local(o);
                         id
                     }
@@ -220,7 +215,7 @@ impl Shim {
                 event::METHOD_ENTRY2,
                 EventData {
                     method_entry2: abi::MethodEntry2 {
-                        method_id: method,
+                        method_id: method.as_raw(),
                         obj_id: id_ptr(receiver),
                     },
                 },
@@ -228,7 +223,7 @@ impl Shim {
         }
     }
 
-    pub fn class_prepare(&self, jni: Jni<'_>, class: jclass) {
+    pub fn class_prepare(&self, jni: Jni<'_>, class: &Class<'_>) {
         if Self::own_thread() {
             return;
         }
@@ -239,7 +234,7 @@ impl Shim {
     }
 
     /// What OBJECT_ALLOC says of an object of `class`: (is_array, class_id).
-    pub(crate) fn kind_of(&self, jni: Jni<'_>, class: jclass) -> (jint, u64) {
+    pub(crate) fn kind_of(&self, jni: Jni<'_>, class: &Class<'_>) -> (jint, u64) {
         let id = self.class_id(jni, class);
         if let Some(k) = self.kinds.lock().get(&id) {
             return *k;
@@ -251,7 +246,7 @@ impl Shim {
             abi::NORMAL_OBJECT => id,
             abi::CLASS => match jni.component_type(class) {
                 Some(c) => {
-                    let e = self.class_id(jni, c);
+                    let e = self.class_id(jni, &c);
                     jni.delete_local(c);
                     e
                 }
@@ -267,8 +262,8 @@ impl Shim {
     pub fn object_alloc(
         &self,
         jni: Jni<'_>,
-        object: jobject,
-        class: jclass,
+        object: &Local<'_>,
+        class: &Class<'_>,
         size: jlong,
         requested: jint,
     ) {
@@ -303,7 +298,13 @@ impl Shim {
         );
     }
 
-    pub fn monitor_event(&self, jni: Jni<'_>, ev: jint, object: jobject, timeout: Option<jlong>) {
+    pub fn monitor_event(
+        &self,
+        jni: Jni<'_>,
+        ev: jint,
+        object: &Local<'_>,
+        timeout: Option<jlong>,
+    ) {
         if Self::own_thread() || !self.on(ev) {
             return;
         }
@@ -341,13 +342,10 @@ impl Shim {
 
     /// JNI_(WEAK_)GLOBALREF_ALLOC and _FREE for a reference the program or the agent made or
     /// deletes (the reference is still valid here).
-    pub fn global_ref(&self, env: *mut JNIEnv, ev: jint, reference: jobject) {
+    pub fn global_ref(&self, jni: Jni<'_>, ev: jint, reference: &impl Ref) {
         if !self.on(ev) || Self::own_thread() {
             return;
         }
-        let Some(jni) = Jni::from_callback(env) else {
-            return;
-        };
         if !self.thread(jni) {
             return;
         }
@@ -355,26 +353,31 @@ impl Shim {
             event::JNI_GLOBALREF_ALLOC | event::JNI_WEAK_GLOBALREF_ALLOC => EventData {
                 globalref_alloc: abi::GlobalRefAlloc {
                     obj_id: id_ptr(self.object_id(reference)),
-                    ref_id: reference,
+                    ref_id: reference.as_raw(),
                 },
             },
             _ => EventData {
-                id: reference as *mut c_void,
+                id: reference.as_raw() as *mut c_void,
             },
         };
-        self.send(env, ev, u);
+        self.send(jni.raw(), ev, u);
     }
 
     /// RequestEvent for CLASS_LOAD, THREAD_START and OBJECT_ALLOC (the defining events).
     pub fn request(&self, jni: Jni<'_>, ev: jint, id: u64) -> jint {
-        let _frame = jni.local_frame(16);
+        let frame = jni.local_frame(16);
+        let jni = frame.jni();
         match ev {
             event::CLASS_LOAD => {
-                let Some(class) = self.object_of(id) else {
+                let Some(object) = self.object_of(jni, id) else {
                     return abi::FAIL;
                 };
-                let id = self.class_id(jni, class);
-                match self.class_load_data(jni, class, id) {
+                // A class's ID is a tag with the class bit, and only a class carries it.
+                let Ok(class) = jni.as_class(object) else {
+                    return abi::FAIL;
+                };
+                let id = self.class_id(jni, &class);
+                match self.class_load_data(jni, &class, id) {
                     Some(data) => {
                         self.send(
                             jni.raw(),
@@ -394,14 +397,14 @@ impl Shim {
                 None => abi::FAIL,
             },
             event::OBJECT_ALLOC => {
-                let Some(object) = self.object_of(id) else {
+                let Some(object) = self.object_of(jni, id) else {
                     return abi::FAIL;
                 };
-                let Some(class) = jni.object_class(object) else {
+                let Some(class) = jni.object_class(&object) else {
                     return abi::FAIL;
                 };
-                let size = self.jvmti.object_size(object).unwrap_or(0);
-                self.object_alloc(jni, object, class, size, abi::REQUESTED_EVENT);
+                let size = self.jvmti.object_size(&object).unwrap_or(0);
+                self.object_alloc(jni, &object, &class, size, abi::REQUESTED_EVENT);
                 abi::SUCCESS
             }
             _ => abi::NOT_AVAILABLE,
@@ -437,7 +440,7 @@ impl Shim {
         if !m.reported() || !self.on(ev) {
             return;
         }
-        let env = self.vm.current_env().map_or(ptr::null_mut(), |j| j.raw());
+        let env = self.vm.current_env_id().unwrap_or(ptr::null_mut());
         self.send(
             env,
             ev,

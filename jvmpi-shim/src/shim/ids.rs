@@ -4,7 +4,8 @@ use super::*;
 use crate::abi::{self, event, EventData, JobjectId};
 use jlive_jvm::jni::Jni;
 use jlive_jvm::jvmti::{self, ACC_STATIC};
-use jni_sys::{jclass, jint, jmethodID, jobject};
+use jlive_jvm::refs::{Class, Local, MethodId, Ref};
+use jni_sys::jint;
 use std::ffi::CString;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -61,15 +62,12 @@ impl Shim {
     }
 
     /// The jobjectID of an object, given one now if it has none (0 for null).
-    pub fn object_id(&self, object: jobject) -> u64 {
+    pub fn object_id(&self, object: &impl Ref) -> u64 {
         (self.object_tag(object) & !7) as u64
     }
 
-    /// An object's tag, flags and all; a new ID if it had none (0 for null, or if JVMTI fails).
-    pub(super) fn object_tag(&self, object: jobject) -> i64 {
-        if object.is_null() {
-            return 0;
-        }
+    /// An object's tag, flags and all; a new ID if it had none (0 if JVMTI fails).
+    pub(super) fn object_tag(&self, object: &impl Ref) -> i64 {
         match self.jvmti.tag(object) {
             Ok(0) => {
                 let id = self.new_id() as i64;
@@ -82,13 +80,13 @@ impl Shim {
     }
 
     /// The object with this jobjectID (a local reference of the calling thread).
-    pub fn object_of(&self, id: u64) -> Option<jobject> {
+    pub fn object_of<'l>(&self, jni: Jni<'l>, id: u64) -> Option<Local<'l>> {
         if id == 0 {
             return None;
         }
         let tags = tag_variants(id);
         self.jvmti
-            .objects_with_tags(&tags)
+            .objects_with_tags(jni, &tags)
             .ok()?
             .into_iter()
             .map(|(o, _)| o)
@@ -99,10 +97,7 @@ impl Shim {
     /// CLASS_LOAD is on), so the agent knows every class ID before it sees one. A thread that
     /// finds another announcing the class waits (up to a second) until the agent has it; no
     /// lock is held across a JVMTI call or the agent's handler.
-    pub fn class_id(&self, jni: Jni<'_>, class: jclass) -> u64 {
-        if class.is_null() {
-            return 0;
-        }
+    pub fn class_id(&self, jni: Jni<'_>, class: &Class<'_>) -> u64 {
         let me = crate::monitor::thread_token();
         let deadline = Instant::now() + Duration::from_secs(1);
         let id = loop {
@@ -157,7 +152,7 @@ impl Shim {
 
     /// A Class object's tag, the class bit set; given its ID now if it has none (one thread
     /// at a time, so that a class never gets two IDs). 0 if JVMTI fails.
-    pub(super) fn class_tag(&self, class: jclass) -> i64 {
+    pub(super) fn class_tag(&self, class: &impl Ref) -> i64 {
         let tag = self.jvmti.tag(class).unwrap_or(0);
         if tag != 0 && tag & CLASS_BIT != 0 {
             return tag;
@@ -178,7 +173,7 @@ impl Shim {
     pub(super) fn class_load_data(
         &self,
         jni: Jni<'_>,
-        class: jclass,
+        class: &Class<'_>,
         id: u64,
     ) -> Option<ClassLoadData> {
         let j = self.jvmti;
@@ -203,7 +198,7 @@ impl Shim {
                 method_signature: keep(sig),
                 start_lineno: start,
                 end_lineno: end,
-                method_id: m,
+                method_id: m.as_raw(),
             });
         }
         let (mut statics, mut instances) = (Vec::new(), Vec::new());
@@ -221,14 +216,15 @@ impl Shim {
                 instances.push(field);
             }
         }
-        let interfaces = j.implemented_interfaces(class).unwrap_or_default();
-        for &i in &interfaces {
+        let interfaces = j.implemented_interfaces(jni, class).unwrap_or_default();
+        let count = interfaces.len() as jint;
+        for i in interfaces {
             jni.delete_local(i);
         }
         Some(ClassLoadData {
             name: cstring(&class_name(&signature)),
             source: cstring(&j.source_file_name(class).unwrap_or_default()),
-            interfaces: interfaces.len() as jint,
+            interfaces: count,
             methods,
             statics,
             instances,
@@ -238,12 +234,12 @@ impl Shim {
     }
 
     /// A method's line table, kept once read.
-    pub fn line_table(&self, method: jmethodID) -> Arc<Vec<(u32, u32)>> {
-        if let Some(t) = self.lines.lock().get(&(method as usize)) {
+    pub fn line_table(&self, method: MethodId) -> Arc<Vec<(u32, u32)>> {
+        if let Some(t) = self.lines.lock().get(&method.key()) {
             return t.clone();
         }
         let t = Arc::new(self.jvmti.line_numbers(method));
-        self.lines.lock().insert(method as usize, t.clone());
+        self.lines.lock().insert(method.key(), t.clone());
         t
     }
 }

@@ -228,7 +228,9 @@ impl Shim {
             waiting: Mutex::new(HashMap::new()),
         };
         if SHIM.set(shim).is_err() {
-            jvmti.dispose();
+            // SAFETY: the only other copy was in the shim state just dropped; none is used
+            // after this.
+            unsafe { jvmti.dispose() };
             return Err("a JVMPI agent is hosted already: one per JVM, as JVMPI allowed".into());
         }
         let shim = get().ok_or("shim state lost")?;

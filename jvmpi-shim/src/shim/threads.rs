@@ -7,7 +7,8 @@ use crate::ffi;
 use crate::monitor::RawMonitor;
 use jlive_jvm::jni::{Jni, Vm};
 use jlive_jvm::jvmti::FrameInfo;
-use jni_sys::{jint, jobject, JNIEnv};
+use jlive_jvm::refs::{OwnedGlobal, Ref};
+use jni_sys::{jint, JNIEnv};
 use parking_lot::Mutex;
 use std::ffi::CString;
 use std::ptr;
@@ -16,8 +17,8 @@ use std::sync::Arc;
 
 pub struct ThreadSlot {
     pub env: usize,
-    /// A global reference to its Thread object.
-    pub(super) thread: usize,
+    /// A global reference to its Thread object (taken when the slot drops).
+    pub(super) thread: Option<OwnedGlobal>,
     pub id: u64,
     pub(super) tls: AtomicUsize,
     /// Name, group and parent group, as THREAD_START gives them.
@@ -32,14 +33,16 @@ impl Drop for ThreadSlot {
     /// The Thread object's global reference lives as long as the last holder of the slot (a
     /// suspend or a call trace in flight keeps it valid past the thread's end).
     fn drop(&mut self) {
-        let thread = self.thread as jobject;
-        self.vm.with_env(|jni| jni.delete_global(thread));
+        if let Some(thread) = self.thread.take() {
+            self.vm.with_env(|jni| jni.delete_global(thread));
+        }
     }
 }
 
 impl ThreadSlot {
-    pub(crate) fn thread(&self) -> jobject {
-        self.thread as jobject
+    /// Its Thread object.
+    pub(crate) fn thread(&self) -> Option<&OwnedGlobal> {
+        self.thread.as_ref()
     }
 
     pub fn tls_value(&self) -> usize {
@@ -79,16 +82,16 @@ impl Shim {
 
     pub(super) fn register(&self, jni: Jni<'_>) {
         let env = jni.raw() as usize;
-        let Some(thread) = self.jvmti.current_thread() else {
+        let Some(thread) = self.jvmti.current_thread(jni) else {
             return;
         };
-        let id = self.object_id(thread);
-        let global = jni.new_global(thread);
+        let id = self.object_id(&thread);
+        let global = jni.new_global(&thread);
+        let names = Box::new(self.thread_names(jni, &thread, true));
         jni.delete_local(thread);
-        let names = Box::new(self.thread_names(jni, ptr::null_mut()));
         let slot = Arc::new(ThreadSlot {
             env,
-            thread: global as usize,
+            thread: global,
             id,
             tls: AtomicUsize::new(0),
             names,
@@ -106,21 +109,29 @@ impl Shim {
         }
     }
 
-    /// A thread's name, its group's name and that group's parent's name (NULL: the current
-    /// thread); a thread attaching under a name the shim gave it has that name even where the
-    /// JVM has not set it yet when ThreadStart comes (JDK 25).
-    pub(super) fn thread_names(&self, jni: Jni<'_>, thread: jobject) -> [CString; 3] {
+    /// A thread's name, its group's name and that group's parent's name; the calling thread
+    /// (`current`), attaching under a name the shim gave it, has that name even where the JVM
+    /// has not set it yet when ThreadStart comes (JDK 25).
+    pub(super) fn thread_names(
+        &self,
+        jni: Jni<'_>,
+        thread: &impl Ref,
+        current: bool,
+    ) -> [CString; 3] {
         let j = self.jvmti;
-        let (mut name, group) = j.thread_info(thread).unwrap_or_default();
-        if name.is_empty() && thread.is_null() {
+        let (mut name, group) = j.thread_info(jni, thread).unwrap_or_default();
+        if name.is_empty() && current {
             name = ATTACH_NAME.with(|n| n.borrow().clone()).unwrap_or_default();
         }
         let (group_name, parent) = match group {
             Some(g) => {
-                let (n, p) = j.thread_group_info(g).unwrap_or_default();
+                let (n, p) = j.thread_group_info(jni, &g).unwrap_or_default();
                 let parent = match p {
                     Some(p) => {
-                        let name = j.thread_group_info(p).map(|i| i.0).unwrap_or_default();
+                        let name = j
+                            .thread_group_info(jni, &p)
+                            .map(|i| i.0)
+                            .unwrap_or_default();
                         jni.delete_local(p);
                         name
                     }
@@ -205,11 +216,10 @@ impl Shim {
         if let Some(slot) = self.threads.lock().get(&(env as usize)).cloned() {
             return Some(slot);
         }
-        let jni = self.vm.current_env()?;
-        if jni.raw() != env {
+        if self.vm.current_env_id()? != env {
             return None;
         }
-        self.thread(jni);
+        self.vm.with_current(|jni| self.thread(jni));
         self.threads.lock().get(&(env as usize)).cloned()
     }
 
@@ -239,11 +249,14 @@ impl Shim {
         let Some(slot) = self.slot(env) else {
             return abi::FAIL;
         };
-        if self.jvmti.suspend_thread(slot.thread()).is_err() {
+        let Some(thread) = slot.thread() else {
+            return abi::FAIL;
+        };
+        if self.jvmti.suspend_thread(thread).is_err() {
             return abi::FAIL;
         }
         slot.suspended.store(true, Ordering::Release);
-        let now = self.jvmti.thread_cpu_time(slot.thread()).unwrap_or(0);
+        let now = self.jvmti.thread_cpu_time(thread).unwrap_or(0);
         let mut cpu = slot.cpu.lock();
         *cpu = (cpu.1, now);
         abi::SUCCESS
@@ -254,9 +267,9 @@ impl Shim {
             return abi::FAIL;
         };
         slot.suspended.store(false, Ordering::Release);
-        match self.jvmti.resume_thread(slot.thread()) {
-            Ok(()) => abi::SUCCESS,
-            Err(_) => abi::FAIL,
+        match slot.thread().map(|t| self.jvmti.resume_thread(t)) {
+            Some(Ok(())) => abi::SUCCESS,
+            _ => abi::FAIL,
         }
     }
 
@@ -272,28 +285,32 @@ impl Shim {
         let Some(slot) = self.slot(env) else {
             return 0;
         };
-        let state = self.jvmti.thread_state(slot.thread()).unwrap_or(0);
+        let state = slot
+            .thread()
+            .map_or(0, |t| self.jvmti.thread_state(t).unwrap_or(0));
         jvmpi_status(state, slot.suspended.load(Ordering::Acquire))
     }
 
     /// GetCallTrace: frames of the thread `env` into `frames`; returns how many.
     pub fn call_trace(&self, env: *mut JNIEnv, frames: &mut [abi::CallFrame]) -> usize {
         let current = REGISTERED.with(|r| r.get()) == env as usize;
-        let thread = if current {
-            ptr::null_mut()
+        let mut info = vec![FrameInfo::default(); frames.len()];
+        let n = if current {
+            self.jvmti.stack_trace(0, &mut info)
         } else {
             match self.slot(env) {
-                Some(s) => s.thread(),
+                Some(s) => s
+                    .thread()
+                    .map_or(0, |t| self.jvmti.stack_trace_of(t, 0, &mut info)),
                 None => return 0,
             }
         };
-        let mut info = vec![FrameInfo::default(); frames.len()];
-        let n = self.jvmti.stack_trace_of(thread, 0, &mut info);
         for (out, f) in frames.iter_mut().zip(&info[..n]) {
-            let table = self.line_table(f.method);
             *out = abi::CallFrame {
-                lineno: line_at(&table, f.location),
-                method_id: f.method,
+                lineno: f.method.map_or(abi::LINE_UNKNOWN, |m| {
+                    line_at(&self.line_table(m), f.location)
+                }),
+                method_id: f.method.map_or(ptr::null_mut(), |m| m.as_raw()),
             };
         }
         n
