@@ -10,16 +10,33 @@ use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::record::{MethodKey, NO_OBJECT};
 use jni_sys::jvalue;
 
+/// A JVMTI MethodEntry or MethodExit: `method` on `thread`, seen at `ticks`.
+#[derive(Clone, Copy)]
+pub struct MethodEvent<'a, 'l> {
+    pub jni: Jni<'l>,
+    pub thread: &'a Local<'l>,
+    pub method: MethodId,
+    pub ticks: u64,
+}
+
+/// How a MethodExit's method ended: its result, or thrown out of.
+#[derive(Clone, Copy)]
+pub struct Returned {
+    pub by_exception: bool,
+    /// In the union member of the method's return type (an object: a local reference of the
+    /// callback).
+    pub value: jvalue,
+}
+
 impl Capture {
-    /// MethodEntry of `method` on `thread`, seen at `ticks`.
-    pub fn method_entry(
-        &self,
-        rt: &'static Runtime,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        ticks: u64,
-    ) {
+    /// MethodEntry.
+    pub fn method_entry(&self, rt: &'static Runtime, e: MethodEvent<'_, '_>) {
+        let MethodEvent {
+            jni,
+            thread,
+            method,
+            ticks,
+        } = e;
         let jvmti = rt.jvmti();
         let object = if rt.options().objects {
             rt.receiver(jvmti, jni, thread, ticks)
@@ -30,30 +47,17 @@ impl Capture {
             rt.attach_java_thread(jvmti, thread)
         });
         if self.values.active() {
-            self.values
-                .entered(rt, jvmti, jni, thread, method, object, ticks);
+            self.values.entered(rt, e, object);
         }
     }
 
-    /// MethodExit of `method` on `thread` (returning `value`, or thrown out of), at `ticks`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn method_exit(
-        &self,
-        rt: &'static Runtime,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        by_exception: bool,
-        value: jvalue,
-        ticks: u64,
-    ) {
-        let jvmti = rt.jvmti();
+    /// MethodExit.
+    pub fn method_exit(&self, rt: &'static Runtime, e: MethodEvent<'_, '_>, returned: Returned) {
         if self.values.active() {
-            self.values
-                .exiting(rt, jvmti, jni, thread, method, by_exception, value, ticks);
+            self.values.exiting(rt, e, returned);
         }
-        self.exited(rt, ticks, method.key() as MethodKey, || {
-            rt.attach_java_thread(jvmti, thread)
+        self.exited(rt, e.ticks, e.method.key() as MethodKey, || {
+            rt.attach_java_thread(rt.jvmti(), e.thread)
         });
     }
 }

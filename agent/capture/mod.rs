@@ -24,7 +24,8 @@ pub mod owner;
 pub mod sync;
 pub mod values;
 
-pub use bci::Bci;
+pub use bci::{Bci, LoadedClass};
+pub use events::{MethodEvent, Returned};
 pub use flags::{vajava, BurstFlags};
 pub use values::Values;
 
@@ -185,16 +186,8 @@ impl Capture {
         object: u32,
         attach: impl FnOnce() -> bool,
     ) {
-        let overhead = rt.hub().overhead();
-        self.record(
-            rt,
-            RecordKind::MethodEntry,
-            ticks,
-            method,
-            object,
-            overhead,
-            attach,
-        );
+        let entry = (RecordKind::MethodEntry, method, object);
+        self.record(rt, ticks, entry, rt.hub().overhead(), attach);
     }
 
     /// Records a method exit (normal or by exception) on this thread.
@@ -206,16 +199,7 @@ impl Capture {
         method: MethodKey,
         attach: impl FnOnce() -> bool,
     ) {
-        let overhead = rt.hub().overhead();
-        self.record(
-            rt,
-            RecordKind::MethodExit,
-            ticks,
-            method,
-            0,
-            overhead,
-            attach,
-        );
+        self.exited_with(rt, ticks, method, rt.hub().overhead(), attach);
     }
 
     /// Records the exit of a leaf method whose entry was recorded at the same ticks by the
@@ -227,26 +211,35 @@ impl Capture {
         method: MethodKey,
         attach: impl FnOnce() -> bool,
     ) {
+        self.exited_with(rt, ticks, method, Some(0), attach);
+    }
+
+    #[inline(always)]
+    fn exited_with(
+        &self,
+        rt: &Runtime,
+        ticks: u64,
+        method: MethodKey,
+        overhead: Option<u32>,
+        attach: impl FnOnce() -> bool,
+    ) {
         self.record(
             rt,
-            RecordKind::MethodExit,
             ticks,
-            method,
-            0,
-            Some(0),
+            (RecordKind::MethodExit, method, 0),
+            overhead,
             attach,
         );
     }
 
+    /// Records `(kind, method, arg)` at `ticks`, with the agent's `overhead` (None: measured
+    /// now).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         rt: &Runtime,
-        kind: RecordKind,
         ticks: u64,
-        method: MethodKey,
-        arg: u32,
+        (kind, method, arg): (RecordKind, MethodKey, u32),
         overhead: Option<u32>,
         attach: impl FnOnce() -> bool,
     ) {

@@ -6,6 +6,7 @@
 //! and the thread's buffer gets one record that points to them, after the entry's record or
 //! before the exit's. Until a burst names a method, a call pays one atomic load.
 
+use super::events::{MethodEvent, Returned};
 use crate::runtime::Runtime;
 use crate::symbols::internal_name;
 use jlive_jvm::jni::{FieldValue, Jni};
@@ -13,7 +14,6 @@ use jlive_jvm::jvmti::{Jvmti, ACC_NATIVE, ACC_STATIC};
 use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::model::{Value, ValuesKind, NO_OBJECT};
 use jlive_writer::record::{MethodKey, Payload, RecordKind, ValuesInfo};
-use jni_sys::jvalue;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,17 +97,8 @@ impl Values {
 
     /// MethodEntry, after the entry's record (which named `object`): the arguments and the fields,
     /// if the filters ask.
-    #[allow(clippy::too_many_arguments)]
-    pub fn entered(
-        &self,
-        p: &'static Runtime,
-        jvmti: Jvmti,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        object: u32,
-        ticks: u64,
-    ) {
+    pub fn entered(&self, p: &'static Runtime, e: MethodEvent<'_, '_>, object: u32) {
+        let (jvmti, jni, thread, method, ticks) = (p.jvmti(), e.jni, e.thread, e.method, e.ticks);
         let Some(plan) = self.plan(jvmti, jni, method) else {
             return;
         };
@@ -120,10 +111,10 @@ impl Values {
             }
         };
         if plan.args {
-            arguments(p, jvmti, jni, thread, method, &plan, object, ticks);
+            arguments(p, e, &plan, object);
         }
         if plan.fields {
-            if let Some(values) = field_values(p, jvmti, jni, this.as_ref(), method, ticks) {
+            if let Some(values) = field_values(p, e, this.as_ref()) {
                 record(p, ticks, method, object, ValuesKind::FieldsAtEnter, values);
             }
         }
@@ -131,18 +122,12 @@ impl Values {
 
     /// MethodExit, before the exit's record: the fields and the return value, if the filters
     /// ask (no return value when the method threw).
-    #[allow(clippy::too_many_arguments)]
-    pub fn exiting(
-        &self,
-        p: &'static Runtime,
-        jvmti: Jvmti,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        by_exception: bool,
-        value: jvalue,
-        ticks: u64,
-    ) {
+    pub fn exiting(&self, p: &'static Runtime, e: MethodEvent<'_, '_>, returned: Returned) {
+        let (jvmti, jni, thread, method, ticks) = (p.jvmti(), e.jni, e.thread, e.method, e.ticks);
+        let Returned {
+            by_exception,
+            value,
+        } = returned;
         let Some(plan) = self.plan(jvmti, jni, method) else {
             return;
         };
@@ -154,9 +139,9 @@ impl Values {
         let this = (!plan.is_static && (plan.fields || p.options().objects))
             .then(|| jvmti.local_instance(jni, thread, 0))
             .flatten();
-        let object = call_object(p, jvmti, jni, this.as_ref(), ticks);
+        let object = call_object(p, e, this.as_ref());
         if plan.fields && (plan.is_static || this.is_some()) {
-            if let Some(values) = field_values(p, jvmti, jni, this.as_ref(), method, ticks) {
+            if let Some(values) = field_values(p, e, this.as_ref()) {
                 record(p, ticks, method, object, ValuesKind::FieldsAtExit, values);
             }
         }
@@ -279,12 +264,10 @@ fn object_value(
 /// list).
 fn field_values(
     p: &'static Runtime,
-    jvmti: Jvmti,
-    jni: Jni<'_>,
+    e: MethodEvent,
     this: Option<&Local<'_>>,
-    method: MethodId,
-    ticks: u64,
 ) -> Option<Vec<Value>> {
+    let (jvmti, jni, method, ticks) = (p.jvmti(), e.jni, e.method, e.ticks);
     let frame = jni.local_frame(16);
     let jni = frame.jni();
     let class = match this {
@@ -335,17 +318,8 @@ fn bytes_value(kind: u8, b: &[u8]) -> Option<Value> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn arguments(
-    p: &'static Runtime,
-    jvmti: Jvmti,
-    jni: Jni<'_>,
-    thread: &Local<'_>,
-    method: MethodId,
-    plan: &Plan,
-    object: u32,
-    ticks: u64,
-) {
+fn arguments(p: &'static Runtime, e: MethodEvent<'_, '_>, plan: &Plan, object: u32) {
+    let (jvmti, jni, thread, method, ticks) = (p.jvmti(), e.jni, e.thread, e.method, e.ticks);
     let mut slot = if plan.is_static { 0 } else { 1 };
     let mut values = Vec::with_capacity(plan.params.len());
     for &k in &plan.params {
@@ -372,15 +346,9 @@ fn arguments(
 
 /// The object the values name: the one the call's entry names (its receiver with
 /// `objects=on`, else none), so that the visualizer pairs them with the call.
-fn call_object(
-    p: &'static Runtime,
-    jvmti: Jvmti,
-    jni: Jni<'_>,
-    this: Option<&Local<'_>>,
-    ticks: u64,
-) -> u32 {
+fn call_object(p: &'static Runtime, e: MethodEvent, this: Option<&Local<'_>>) -> u32 {
     match this {
-        Some(this) if p.options().objects => p.object_identity(jvmti, jni, this, ticks).0,
+        Some(this) if p.options().objects => p.object_identity(p.jvmti(), e.jni, this, e.ticks).0,
         _ => NO_OBJECT,
     }
 }

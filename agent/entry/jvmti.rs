@@ -3,6 +3,7 @@
 //! whose arguments are raw buffers (ClassFileLoadHook) takes them apart here into safe types.
 
 use super::{with_jni, with_session};
+use crate::capture::{LoadedClass, MethodEvent, Returned};
 use crate::clock;
 use crate::session::Session;
 use jlive_jvm::jni::Jni;
@@ -133,10 +134,39 @@ unsafe extern "C" fn class_prepare(
 ) {
     // SAFETY: called by the JVM as JVMTI ClassPrepare: class is a local reference of this
     // call to the class prepared.
+    unsafe { with_jni(jni, |s, jni| prepared(s, jni, Class::from_raw(class))) }
+}
+
+/// ClassPrepare of `class`.
+fn prepared(s: &Session, jni: Jni<'_>, class: Option<Class<'_>>) {
+    if let Some(class) = class {
+        s.class_prepare(jni, &class);
+    }
+}
+
+/// A MethodEntry's or MethodExit's callback: `f` gets the event, typed.
+///
+/// # Safety
+/// As JVMTI calls those callbacks: `jni` is this thread's env, `thread` a local reference of
+/// this call, `method` the method entered or left.
+unsafe fn method_event(
+    jni: *mut JNIEnv,
+    thread: jthread,
+    method: jmethodID,
+    f: impl for<'a, 'l> FnOnce(&'static Session, MethodEvent<'a, 'l>),
+) {
+    let ticks = clock::ticks();
+    // SAFETY: the caller's.
     unsafe {
-        with_jni(jni, |s, jni| {
-            if let Some(class) = Class::from_raw(class) {
-                s.class_prepare(jni, &class)
+        with_thread(jni, thread, |s, jni, thread| {
+            if let Some(method) = MethodId::from_raw(method) {
+                let e = MethodEvent {
+                    jni,
+                    thread,
+                    method,
+                    ticks,
+                };
+                f(s, e)
             }
         })
     }
@@ -148,15 +178,8 @@ unsafe extern "C" fn method_entry(
     thread: jthread,
     method: jmethodID,
 ) {
-    let ticks = clock::ticks();
-    // SAFETY: called by the JVM as JVMTI MethodEntry: method is the method entered.
-    unsafe {
-        with_thread(jni, thread, |s, jni, t| {
-            if let Some(m) = MethodId::from_raw(method) {
-                s.method_entry(jni, t, m, ticks)
-            }
-        })
-    }
+    // SAFETY: called by the JVM as JVMTI MethodEntry.
+    unsafe { method_event(jni, thread, method, |s, e| s.method_entry(e)) }
 }
 
 unsafe extern "C" fn method_exit(
@@ -167,16 +190,13 @@ unsafe extern "C" fn method_exit(
     by_exception: jboolean,
     value: jvalue,
 ) {
-    let ticks = clock::ticks();
-    // SAFETY: called by the JVM as JVMTI MethodExit: method is the method left, value its
-    // result (a local reference of this call for an object).
-    unsafe {
-        with_thread(jni, thread, |s, jni, t| {
-            if let Some(m) = MethodId::from_raw(method) {
-                s.method_exit(jni, t, m, by_exception != 0, value, ticks)
-            }
-        })
-    }
+    let returned = Returned {
+        by_exception: by_exception != 0,
+        value,
+    };
+    // SAFETY: called by the JVM as JVMTI MethodExit: value is the method's result (a local
+    // reference of this call for an object).
+    unsafe { method_event(jni, thread, method, |s, e| s.method_exit(e, returned)) }
 }
 
 /// MethodEntry under capture=bci: switched on only for a moment (its callback records
@@ -240,47 +260,36 @@ unsafe fn monitor(jni: *mut JNIEnv, kind: SyncKind, object: jobject) {
     }
 }
 
-unsafe extern "C" fn monitor_wait(
-    _env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-    _timeout: jlong,
-) {
-    // SAFETY: called by the JVM as JVMTI MonitorWait.
-    unsafe { monitor(jni, SyncKind::Wait, object) }
+/// The callback `$name` of JVMTI's `$event`, recording `$kind` (`$extra`: the event's last
+/// argument, unused).
+macro_rules! monitor_callback {
+    ($name:ident, $event:literal, $kind:ident $(, $extra:ty)?) => {
+        #[doc = concat!("JVMTI ", $event, ".")]
+        unsafe extern "C" fn $name(
+            _env: *mut jvmtiEnv,
+            jni: *mut JNIEnv,
+            _thread: jthread,
+            object: jobject,
+            $(_: $extra,)?
+        ) {
+            // SAFETY: called by the JVM as this monitor event's callback.
+            unsafe { monitor(jni, SyncKind::$kind, object) }
+        }
+    };
 }
 
-unsafe extern "C" fn monitor_waited(
-    _env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-    _timed_out: jboolean,
-) {
-    // SAFETY: called by the JVM as JVMTI MonitorWaited.
-    unsafe { monitor(jni, SyncKind::Waited, object) }
-}
-
-unsafe extern "C" fn monitor_contended_enter(
-    _env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-) {
-    // SAFETY: called by the JVM as JVMTI MonitorContendedEnter.
-    unsafe { monitor(jni, SyncKind::ContendedEnter, object) }
-}
-
-unsafe extern "C" fn monitor_contended_entered(
-    _env: *mut jvmtiEnv,
-    jni: *mut JNIEnv,
-    _thread: jthread,
-    object: jobject,
-) {
-    // SAFETY: called by the JVM as JVMTI MonitorContendedEntered.
-    unsafe { monitor(jni, SyncKind::ContendedEntered, object) }
-}
+monitor_callback!(monitor_wait, "MonitorWait", Wait, jlong);
+monitor_callback!(monitor_waited, "MonitorWaited", Waited, jboolean);
+monitor_callback!(
+    monitor_contended_enter,
+    "MonitorContendedEnter",
+    ContendedEnter
+);
+monitor_callback!(
+    monitor_contended_entered,
+    "MonitorContendedEntered",
+    ContendedEntered
+);
 
 /// ClassFileLoadHook: hands the class to the session and, if it returns new bytes, gives the
 /// JVM a JVMTI-allocated copy.
@@ -314,11 +323,14 @@ unsafe extern "C" fn class_file_load_hook(
     // references of this call.
     unsafe {
         with_jni(jni, |s, jni| {
-            let redefined = Class::from_raw(redefined);
-            let loader = Local::from_raw(loader);
-            let Some(out) =
-                s.class_file_load(jni, redefined.as_ref(), loader.as_ref(), &name, bytes)
-            else {
+            let (redefined, loader) = (Class::from_raw(redefined), Local::from_raw(loader));
+            let class = LoadedClass {
+                redefined: redefined.as_ref(),
+                loader: loader.as_ref(),
+                name: &name,
+                bytes,
+            };
+            let Some(out) = s.class_file_load(jni, class) else {
                 return;
             };
             if let Ok(copy) = s.runtime().jvmti().allocate_copy(&out) {

@@ -9,7 +9,7 @@
 
 use crate::log;
 use crate::options::Options;
-use crate::session::{Attached, Session, Thunks};
+use crate::session::{Attached, Session, Start, Thunks};
 use jlive_jvm::jni::{Jni, Vm};
 use jni_sys::{jint, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 use std::ffi::{c_char, c_void, CStr};
@@ -92,6 +92,16 @@ fn writer_failed() {
     }
 }
 
+/// Agent_OnLoad's and Agent_OnAttach's arguments, typed; None for a null JavaVM.
+///
+/// # Safety
+/// `vm` is the JVM's JavaVM (valid for the rest of the process), `options` null or a
+/// NUL-terminated string valid for this call.
+unsafe fn agent_arguments(vm: *mut JavaVM, options: *const c_char) -> Option<(Vm, String)> {
+    // SAFETY: the caller's.
+    unsafe { Some((Vm::from_raw(vm)?, option_text(options))) }
+}
+
 /// The option string the JVM passes.
 ///
 /// # Safety
@@ -123,21 +133,31 @@ pub unsafe extern "system" fn Agent_OnLoad(
     options: *mut c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    // SAFETY: the JVM's JavaVM, valid for the rest of the process; its option string.
-    let (vm, text) = unsafe { (Vm::from_raw(vm), option_text(options)) };
-    let Some(vm) = vm else {
+    // SAFETY: the JVM's JavaVM and option string.
+    let Some((vm, text)) = (unsafe { agent_arguments(vm, options) }) else {
         return JNI_ERR;
     };
-    match catch_unwind(AssertUnwindSafe(|| load(vm, &text))) {
-        Ok(Ok(())) => JNI_OK,
+    let loaded = catch_unwind(AssertUnwindSafe(|| load(vm, &text).map(|()| JNI_OK)));
+    answer(loaded, || JNI_ERR, "loading (jlive is not running)")
+}
+
+/// Agent_OnLoad's or Agent_OnAttach's answer: what it did, or `failed()` once its error (or
+/// panic, while `doing` what) is said.
+fn answer(
+    done: std::thread::Result<Result<jint, String>>,
+    failed: impl Fn() -> jint,
+    doing: &str,
+) -> jint {
+    match done {
+        Ok(Ok(rc)) => rc,
         Ok(Err(message)) => {
             log::to_stderr();
             log::warn(&message);
-            JNI_ERR
+            failed()
         }
         Err(_) => {
-            log::warn("internal error while loading (jlive is not running)");
-            JNI_ERR
+            log::warn(&format!("internal error while {}", doing));
+            failed()
         }
     }
 }
@@ -156,25 +176,18 @@ pub unsafe extern "system" fn Agent_OnAttach(
     options: *mut c_char,
     _reserved: *mut c_void,
 ) -> jint {
-    // SAFETY: the JVM's JavaVM, valid for the rest of the process; its option string.
-    let (vm, text) = unsafe { (Vm::from_raw(vm), option_text(options)) };
-    let Some(vm) = vm else {
+    // SAFETY: the JVM's JavaVM and option string.
+    let Some((vm, text)) = (unsafe { agent_arguments(vm, options) }) else {
         return JNI_ERR;
     };
     let running = || if session().is_some() { JNI_OK } else { JNI_ERR };
-    match catch_unwind(AssertUnwindSafe(|| attach(vm, &text))) {
-        Ok(Ok(Attached::Started)) => JNI_OK,
-        Ok(Ok(Attached::AlreadyLoaded)) => ALREADY_LOADED,
-        Ok(Err(message)) => {
-            log::to_stderr();
-            log::warn(&message);
-            running()
-        }
-        Err(_) => {
-            log::warn("internal error while attaching");
-            running()
-        }
-    }
+    let attached = catch_unwind(AssertUnwindSafe(|| {
+        attach(vm, &text).map(|a| match a {
+            Attached::Started => JNI_OK,
+            Attached::AlreadyLoaded => ALREADY_LOADED,
+        })
+    }));
+    answer(attached, running, "attaching")
 }
 
 /// Called as the library is unloaded; closes the trace if VM death never came.
@@ -248,7 +261,15 @@ fn start(vm: Vm, options: Options, text: &str, attached: bool) -> Result<(), Str
         // SAFETY: made just above, and no copy of it is kept (jlive does not start).
         unsafe { jvmti.dispose() }
     })?;
-    let made = Session::new(vm, jvmti, options, text, attached, &THUNKS, services)?;
+    let made = Session::new(Start {
+        vm,
+        jvmti,
+        options,
+        text,
+        attached,
+        thunks: &THUNKS,
+        services,
+    })?;
     if SESSION.set(made).is_err() {
         return Err("libjlive.so is loaded twice; give it once".into());
     }

@@ -12,6 +12,7 @@ use crate::capture::bci::gate::{self, GATE_ENTRIES, GATE_EXITS};
 use crate::capture::bci::natives::{self as fast, HubOf};
 use crate::capture::bci::Native;
 use crate::capture::sync::{hook_kind, trampoline_kind};
+use crate::plugin::abi::DetailsOut;
 use crate::session::Session;
 use jlive_jvm::refs::{Class, Local};
 use jlive_writer::record::{FORM_ENTRY, FORM_EXIT, NO_OBJECT};
@@ -296,16 +297,14 @@ pub unsafe extern "C" fn InstrumentSupportCurrentThreadDetails(
         Some(s) => crate::plugin::current_thread_details(s.runtime()),
         None => (String::new(), -1, String::new()),
     };
+    let out = DetailsOut {
+        flags,
+        name,
+        name_length,
+        priority,
+        group_name,
+        group_name_length,
+    };
     // SAFETY: the caller's out-parameters, as this function's contract says.
-    unsafe {
-        crate::plugin::abi::thread_details(
-            details,
-            flags,
-            name,
-            name_length,
-            priority,
-            group_name,
-            group_name_length,
-        )
-    }
+    unsafe { crate::plugin::abi::thread_details(details, out) }
 }

@@ -403,23 +403,28 @@ thread_local! {
     static DETAILS: std::cell::RefCell<Box<Details>> = std::cell::RefCell::new(Box::default());
 }
 
+/// Where `InstrumentSupportCurrentThreadDetails` writes its answer: the caller's variables
+/// (or null, to be skipped).
+pub struct DetailsOut {
+    pub flags: *mut c_ulong,
+    pub name: *mut *mut c_char,
+    pub name_length: *mut c_ulong,
+    pub priority: *mut c_long,
+    pub group_name: *mut *mut c_char,
+    pub group_name_length: *mut c_ulong,
+}
+
 /// The answer of VA/Java's support-library function `InstrumentSupportCurrentThreadDetails`
 /// (exported by `entry/natives.rs`): `details` (the current thread's name, priority and
 /// thread group name) written where the library asked. Output pointers the caller passes as
 /// NULL are skipped; 0 is success.
 ///
 /// # Safety
-/// Each non-null pointer must be valid for a write of its type (C callers: the addresses of
-/// their variables).
-#[allow(clippy::too_many_arguments)]
+/// Each non-null pointer of `out` must be valid for a write of its type (C callers: the
+/// addresses of their variables).
 pub unsafe fn thread_details(
     details: impl FnOnce() -> (String, i32, String),
-    flags: *mut c_ulong,
-    name: *mut *mut c_char,
-    name_length: *mut c_ulong,
-    priority: *mut c_long,
-    group_name: *mut *mut c_char,
-    group_name_length: *mut c_ulong,
+    out: DetailsOut,
 ) -> c_ulong {
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (n, p, g) = details();
@@ -447,23 +452,23 @@ pub unsafe fn thread_details(
     // SAFETY: each pointer is the caller's out-parameter, written only when non-null; a
     // library passing a dangling one breaks the function's contract.
     unsafe {
-        if !flags.is_null() {
-            *flags = 0;
+        if !out.flags.is_null() {
+            *out.flags = 0;
         }
-        if !name.is_null() {
-            *name = n;
+        if !out.name.is_null() {
+            *out.name = n;
         }
-        if !name_length.is_null() {
-            *name_length = nl;
+        if !out.name_length.is_null() {
+            *out.name_length = nl;
         }
-        if !priority.is_null() {
-            *priority = p as c_long;
+        if !out.priority.is_null() {
+            *out.priority = p as c_long;
         }
-        if !group_name.is_null() {
-            *group_name = g;
+        if !out.group_name.is_null() {
+            *out.group_name = g;
         }
-        if !group_name_length.is_null() {
-            *group_name_length = gl;
+        if !out.group_name_length.is_null() {
+            *out.group_name_length = gl;
         }
     }
     0

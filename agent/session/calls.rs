@@ -6,25 +6,20 @@
 use super::Session;
 use crate::capture::bci::gate::{self, GATE_ALLOCATIONS, GATE_ENTRIES, GATE_EXITS};
 use crate::capture::bci::natives::{begin_call, callee_ran, end_call};
+use crate::capture::{MethodEvent, Returned};
 use crate::clock;
 use crate::transport::Hub;
 use jlive_jvm::jni::Jni;
 use jlive_jvm::refs::{Local, MethodId};
 use jlive_writer::model::SyncKind;
 use jlive_writer::record::{MethodKey, RecordKind, NO_OBJECT, PENDING_OBJECT};
-use jni_sys::{jint, jvalue};
+use jni_sys::jint;
 use std::sync::atomic::Ordering;
 
 impl Session {
-    /// JVMTI MethodEntry (capture=events), seen at `ticks`.
-    pub fn method_entry(
-        &'static self,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        mut ticks: u64,
-    ) {
-        let rt = &self.rt;
+    /// JVMTI MethodEntry (capture=events).
+    pub fn method_entry(&'static self, mut e: MethodEvent<'_, '_>) {
+        let (rt, thread, method) = (&self.rt, e.thread, e.method);
         if self.recorder.trigger_armed() {
             let entering = || {
                 rt.hub()
@@ -39,23 +34,14 @@ impl Session {
                 return;
             }
             // The burst began after the entry was seen: the entry lies inside it.
-            ticks = clock::ticks();
+            e.ticks = clock::ticks();
         }
-        self.capture.method_entry(rt, jni, thread, method, ticks);
+        self.capture.method_entry(rt, e);
     }
 
-    /// JVMTI MethodExit (capture=events), seen at `ticks`.
-    pub fn method_exit(
-        &'static self,
-        jni: Jni<'_>,
-        thread: &Local<'_>,
-        method: MethodId,
-        by_exception: bool,
-        value: jvalue,
-        ticks: u64,
-    ) {
-        self.capture
-            .method_exit(&self.rt, jni, thread, method, by_exception, value, ticks);
+    /// JVMTI MethodExit (capture=events).
+    pub fn method_exit(&'static self, e: MethodEvent<'_, '_>, returned: Returned) {
+        self.capture.method_exit(&self.rt, e, returned);
     }
 
     /// JVMTI MethodEntry under capture=bci: enabled only for the moment the gate's hoisted

@@ -10,7 +10,7 @@
 //! never across a call into the JVM, so no holder can be stopped by the safepoint holding it.
 
 use super::Session;
-use crate::capture::Bci;
+use crate::capture::{Bci, LoadedClass};
 use crate::clock;
 use crate::runtime::{is_object_id, virtual_thread_key};
 use crate::transport::Hub;
@@ -148,16 +148,8 @@ impl Session {
     }
 
     /// ClassFileLoadHook: the rewritten class, or None to leave it as it is.
-    pub fn class_file_load(
-        &self,
-        jni: Jni<'_>,
-        redefined: Option<&Class<'_>>,
-        loader: Option<&Local<'_>>,
-        name: &str,
-        bytes: &[u8],
-    ) -> Option<Vec<u8>> {
-        self.capture
-            .class_file_load(&self.rt, jni, redefined, loader, name, bytes)
+    pub fn class_file_load(&self, jni: Jni<'_>, class: LoadedClass) -> Option<Vec<u8>> {
+        self.capture.class_file_load(&self.rt, jni, class)
     }
 
     pub fn gc(&'static self, start: bool) {

@@ -31,7 +31,7 @@ mod events;
 mod lifecycle;
 mod start;
 
-pub use start::Attached;
+pub use start::{Attached, Start};
 
 /// What the session is handed by the entry points: the functions the JVM calls, for the
 /// session to register (it names none of them itself).

@@ -157,6 +157,21 @@ impl WithSink for StartWriter {
     }
 }
 
+/// What a session starts from.
+pub struct Start<'a> {
+    pub vm: Vm,
+    pub jvmti: Jvmti,
+    pub options: Options,
+    /// The option string as given.
+    pub text: &'a str,
+    /// Loaded into a running JVM (Agent_OnAttach).
+    pub attached: bool,
+    /// The entry points' functions.
+    pub thunks: &'static Thunks,
+    /// The control socket and the visualizer's port, bound.
+    pub services: Vec<Box<dyn Service>>,
+}
+
 /// What Agent_OnAttach did.
 pub enum Attached {
     Started,
@@ -169,16 +184,9 @@ impl Session {
     /// of if it fails): the writer thread runs on the first file, the control socket and the
     /// visualizer's port are bound (`services`), nothing is recorded yet. Ok, or the one line
     /// to print before the JVM is told no.
-    pub fn new(
-        vm: Vm,
-        jvmti: Jvmti,
-        options: Options,
-        text: &str,
-        attached: bool,
-        thunks: &'static Thunks,
-        services: Vec<Box<dyn Service>>,
-    ) -> Result<Session, String> {
-        let made = Session::make(vm, jvmti, options, text, attached, thunks, services);
+    pub fn new(start: Start<'_>) -> Result<Session, String> {
+        let jvmti = start.jvmti;
+        let made = Session::make(start);
         if made.is_err() {
             // Its capabilities, prefix and sampling interval go with it: the next try (or
             // another agent) finds the JVM as it was.
@@ -219,15 +227,16 @@ impl Session {
         Ok(())
     }
 
-    fn make(
-        vm: Vm,
-        jvmti: Jvmti,
-        options: Options,
-        text: &str,
-        attached: bool,
-        thunks: &'static Thunks,
-        services: Vec<Box<dyn Service>>,
-    ) -> Result<Session, String> {
+    fn make(start: Start<'_>) -> Result<Session, String> {
+        let Start {
+            vm,
+            jvmti,
+            options,
+            text,
+            attached,
+            thunks,
+            services,
+        } = start;
         let mut caps = add_capabilities(jvmti, &options, attached)?;
         if caps.has(cap::SET_NATIVE_METHOD_PREFIX)
             && jvmti.set_native_method_prefix(c"$$jlive$$").is_err()

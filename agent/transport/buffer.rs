@@ -136,15 +136,9 @@ impl ThreadBuffer {
         blocking: bool,
         always: bool,
     ) -> bool {
-        if !self.begin_store(hub, always) {
+        let Some(records) = self.records_to_store(hub, blocking, always) else {
             return false;
-        }
-        // SAFETY: busy is set and tracing was seen on, so no collector touches the vector
-        // until busy is cleared (module comment); only this thread appends.
-        let records = unsafe { &mut *self.records.get() };
-        if records.len() + 2 > hub.capacity {
-            self.hand_over(hub, records, blocking, true);
-        }
+        };
         let extra = extra
             .unwrap_or_else(|| clock::ticks().wrapping_sub(ticks).min(u64::from(u32::MAX)) as u32);
         push_record(
@@ -158,6 +152,24 @@ impl ThreadBuffer {
         }
         self.busy.store(false, Ordering::Release);
         true
+    }
+
+    /// The records, marked busy ([`ThreadBuffer::begin_store`]) with room for one more (a full
+    /// vector is handed over first); None when nothing is to be stored.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn records_to_store(&self, hub: &Hub, blocking: bool, always: bool) -> Option<&mut Vec<Slot>> {
+        if !self.begin_store(hub, always) {
+            return None;
+        }
+        // SAFETY: busy is set and tracing was seen on, so no collector touches the vector
+        // until busy is cleared (module comment); only this thread appends, and its caller
+        // clears busy after its last use of the reference.
+        let records = unsafe { &mut *self.records.get() };
+        if records.len() + 2 > hub.capacity {
+            self.hand_over(hub, records, blocking, true);
+        }
+        Some(records)
     }
 
     /// Marks the buffer busy once no collector is at it; false (and not busy) when nothing is
@@ -189,14 +201,9 @@ impl ThreadBuffer {
         ticks: u64,
         payload: Payload,
     ) -> bool {
-        if !self.begin_store(hub, false) {
+        let Some(records) = self.records_to_store(hub, true, false) else {
             return false;
-        }
-        // SAFETY: as in `store`: busy is set and tracing was seen on; only this thread appends.
-        let records = unsafe { &mut *self.records.get() };
-        if records.len() + 2 > hub.capacity {
-            self.hand_over(hub, records, true, true);
-        }
+        };
         // SAFETY: kept with `records`, under the same handshake; hand_over's reference is gone.
         let payloads = unsafe { &mut *self.payloads.get() };
         let key = payloads.len() as u64;

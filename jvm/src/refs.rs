@@ -29,6 +29,19 @@ pub trait Ref: sealed::Sealed {
     fn as_raw(&self) -> jobject;
 }
 
+/// `Ref` for a handle type, its raw handle read by the closure-like expression.
+macro_rules! impl_ref {
+    ($name:ty, |$s:ident| $raw:expr) => {
+        impl sealed::Sealed for $name {}
+        impl Ref for $name {
+            fn as_raw(&self) -> jobject {
+                let $s = self;
+                $raw
+            }
+        }
+    };
+}
+
 /// A live local reference, valid for `'l` on the thread that has it.
 #[repr(transparent)]
 pub struct Local<'l> {
@@ -58,12 +71,7 @@ impl<'l> Local<'l> {
     }
 }
 
-impl sealed::Sealed for Local<'_> {}
-impl Ref for Local<'_> {
-    fn as_raw(&self) -> jobject {
-        self.raw.as_ptr()
-    }
-}
+impl_ref!(Local<'_>, |s| s.raw.as_ptr());
 
 impl std::fmt::Debug for Local<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,53 +79,68 @@ impl std::fmt::Debug for Local<'_> {
     }
 }
 
-/// A local reference to a `java.lang.Class`.
-#[repr(transparent)]
-#[derive(Debug)]
-pub struct Class<'l>(Local<'l>);
+/// A local reference known to be of one class: `$name` for `$class`, from handles of type
+/// `$raw`.
+macro_rules! typed_local {
+    ($(#[$doc:meta])* $name:ident, $raw:ty, $class:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Debug)]
+        pub struct $name<'l>(Local<'l>);
 
-impl<'l> Class<'l> {
-    /// Types a class reference the JVM handed over; None for null.
-    ///
-    /// # Safety
-    /// As [`Local::from_raw`], and `raw` (if not null) refers to a `java.lang.Class`.
-    pub unsafe fn from_raw(raw: jclass) -> Option<Class<'l>> {
-        // SAFETY: the caller's contract, which includes Local::from_raw's.
-        unsafe { Local::from_raw(raw) }.map(Class)
-    }
+        impl<'l> $name<'l> {
+            #[doc = concat!("Types a `", $class, "` reference the JVM handed over; None for null.")]
+            ///
+            /// # Safety
+            #[doc = concat!("As [`Local::from_raw`], and `raw` (if not null) refers to a `", $class, "`.")]
+            pub unsafe fn from_raw(raw: $raw) -> Option<$name<'l>> {
+                // SAFETY: the caller's contract, which includes Local::from_raw's.
+                unsafe { Local::from_raw(raw) }.map($name)
+            }
 
-    /// A local reference known to be a class.
-    ///
-    /// # Safety
-    /// `local` refers to a `java.lang.Class`.
-    pub unsafe fn from_local(local: Local<'l>) -> Class<'l> {
-        Class(local)
-    }
+            #[doc = concat!("A local reference known to be a `", $class, "`.")]
+            ///
+            /// # Safety
+            #[doc = concat!("`local` refers to a `", $class, "`.")]
+            pub unsafe fn from_local(local: Local<'l>) -> $name<'l> {
+                $name(local)
+            }
 
-    pub fn into_raw(self) -> jclass {
-        self.0.into_raw()
-    }
+            pub fn into_raw(self) -> $raw {
+                self.0.into_raw()
+            }
+        }
+
+        impl<'l> std::ops::Deref for $name<'l> {
+            type Target = Local<'l>;
+            fn deref(&self) -> &Local<'l> {
+                &self.0
+            }
+        }
+
+        impl<'l> From<$name<'l>> for Local<'l> {
+            fn from(c: $name<'l>) -> Local<'l> {
+                c.0
+            }
+        }
+
+        impl_ref!($name<'_>, |s| s.0.as_raw());
+    };
 }
 
-impl<'l> std::ops::Deref for Class<'l> {
-    type Target = Local<'l>;
-    fn deref(&self) -> &Local<'l> {
-        &self.0
-    }
-}
+typed_local!(
+    /// A local reference to a `java.lang.Class`.
+    Class,
+    jclass,
+    "java.lang.Class"
+);
 
-impl<'l> From<Class<'l>> for Local<'l> {
-    fn from(c: Class<'l>) -> Local<'l> {
-        c.0
-    }
-}
-
-impl sealed::Sealed for Class<'_> {}
-impl Ref for Class<'_> {
-    fn as_raw(&self) -> jobject {
-        self.0.as_raw()
-    }
-}
+typed_local!(
+    /// A local reference to a `java.lang.String`.
+    JString,
+    jstring,
+    "java.lang.String"
+);
 
 /// A live reference of any kind (local, global, weak global) that someone else owns,
 /// borrowed for `'a`: usable, never deleted through it.
@@ -141,12 +164,7 @@ impl<'a> Borrowed<'a> {
     }
 }
 
-impl sealed::Sealed for Borrowed<'_> {}
-impl Ref for Borrowed<'_> {
-    fn as_raw(&self) -> jobject {
-        self.raw.as_ptr()
-    }
-}
+impl_ref!(Borrowed<'_>, |s| s.raw.as_ptr());
 
 /// A reference known to be a `java.lang.Class` (local or global).
 pub trait ClassRef: Ref {}
@@ -158,60 +176,7 @@ impl<T: ClassRef> ClassRef for &T {}
 #[derive(Debug)]
 pub struct GlobalClass(pub(crate) OwnedGlobal);
 
-impl sealed::Sealed for GlobalClass {}
-impl Ref for GlobalClass {
-    fn as_raw(&self) -> jobject {
-        self.0.as_raw()
-    }
-}
-
-/// A local reference to a `java.lang.String`.
-#[repr(transparent)]
-#[derive(Debug)]
-pub struct JString<'l>(Local<'l>);
-
-impl<'l> JString<'l> {
-    /// Types a string reference the JVM handed over; None for null.
-    ///
-    /// # Safety
-    /// As [`Local::from_raw`], and `raw` (if not null) refers to a `java.lang.String`.
-    pub unsafe fn from_raw(raw: jstring) -> Option<JString<'l>> {
-        // SAFETY: the caller's contract, which includes Local::from_raw's.
-        unsafe { Local::from_raw(raw) }.map(JString)
-    }
-
-    /// A local reference known to be a string.
-    ///
-    /// # Safety
-    /// `local` refers to a `java.lang.String`.
-    pub(crate) unsafe fn from_local(local: Local<'l>) -> JString<'l> {
-        JString(local)
-    }
-
-    pub fn into_raw(self) -> jstring {
-        self.0.into_raw()
-    }
-}
-
-impl<'l> std::ops::Deref for JString<'l> {
-    type Target = Local<'l>;
-    fn deref(&self) -> &Local<'l> {
-        &self.0
-    }
-}
-
-impl<'l> From<JString<'l>> for Local<'l> {
-    fn from(s: JString<'l>) -> Local<'l> {
-        s.0
-    }
-}
-
-impl sealed::Sealed for JString<'_> {}
-impl Ref for JString<'_> {
-    fn as_raw(&self) -> jobject {
-        self.0.as_raw()
-    }
-}
+impl_ref!(GlobalClass, |s| s.0.as_raw());
 
 /// A global reference kept for the life of the VM: never deleted, valid on every thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,12 +196,7 @@ impl Global {
     }
 }
 
-impl sealed::Sealed for Global {}
-impl Ref for Global {
-    fn as_raw(&self) -> jobject {
-        self.0.as_ptr()
-    }
-}
+impl_ref!(Global, |s| s.0.as_ptr());
 
 /// A global reference deleted once, by whoever owns it ([`crate::jni::Jni::delete_global`]);
 /// dropped otherwise, it stays (a leaked handle, never a dangling one).
@@ -256,12 +216,7 @@ impl OwnedGlobal {
     }
 }
 
-impl sealed::Sealed for OwnedGlobal {}
-impl Ref for OwnedGlobal {
-    fn as_raw(&self) -> jobject {
-        self.0.as_ptr()
-    }
-}
+impl_ref!(OwnedGlobal, |s| s.0.as_ptr());
 
 impl<T: Ref> sealed::Sealed for &T {}
 impl<T: Ref> Ref for &T {

@@ -145,6 +145,20 @@ impl AnySink {
         Ok(AnySink { first, rest: sinks })
     }
 
+    /// A call's event: the first sink's fast path (`first`), then the others' (`event`), if any.
+    #[inline(always)]
+    fn call(
+        &mut self,
+        first: impl FnOnce(&mut FormatSink) -> io::Result<()>,
+        event: impl FnOnce() -> Event,
+    ) -> io::Result<()> {
+        first(&mut self.first)?;
+        if self.rest.is_empty() {
+            return Ok(());
+        }
+        self.rest_event(&event())
+    }
+
     /// An event for the formats after the first (out of line: most runs have one format).
     #[inline(never)]
     fn rest_event(&mut self, event: &Event) -> io::Result<()> {
@@ -162,19 +176,11 @@ impl Sink for AnySink {
     }
     #[inline(always)]
     fn enter(&mut self, e: Enter) -> io::Result<()> {
-        self.first.enter(e)?;
-        if self.rest.is_empty() {
-            return Ok(());
-        }
-        self.rest_event(&Event::MethodEnter(e))
+        self.call(|s| s.enter(e), || Event::MethodEnter(e))
     }
     #[inline(always)]
     fn leave(&mut self, l: Leave) -> io::Result<()> {
-        self.first.leave(l)?;
-        if self.rest.is_empty() {
-            return Ok(());
-        }
-        self.rest_event(&Event::MethodLeave(l))
+        self.call(|s| s.leave(l), || Event::MethodLeave(l))
     }
     fn flush(&mut self) -> io::Result<()> {
         self.all().try_for_each(|s| s.flush())
@@ -233,24 +239,14 @@ impl OpenSink for OrcaSink {
 }
 
 impl OpenSink for AnySink {
-    fn open(
-        formats: &[Format],
-        path: &str,
-        info: &TraceInfo,
-        o: FormatOptions,
-    ) -> io::Result<Self> {
-        AnySink::create(formats, path, info, o)
+    fn open(all: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        AnySink::create(all, path, info, o)
     }
 }
 
 impl<S: OpenSink> OpenSink for TreeSink<S> {
-    fn open(
-        formats: &[Format],
-        path: &str,
-        info: &TraceInfo,
-        o: FormatOptions,
-    ) -> io::Result<Self> {
-        Ok(TreeSink::new(S::open(formats, path, info, o)?))
+    fn open(all: &[Format], path: &str, info: &TraceInfo, o: FormatOptions) -> io::Result<Self> {
+        Ok(TreeSink::new(S::open(all, path, info, o)?))
     }
 }
 

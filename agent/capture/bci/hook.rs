@@ -13,6 +13,17 @@ use jlive_jvm::jvmti::{cap, Jvmti};
 use jlive_jvm::refs::{Class, Local, Ref};
 use std::sync::atomic::Ordering;
 
+/// A class file the ClassFileLoadHook hands over.
+#[derive(Clone, Copy)]
+pub struct LoadedClass<'a, 'l> {
+    /// The class retransformed, None at its first load.
+    pub redefined: Option<&'a Class<'l>>,
+    /// Its defining loader, None for the bootstrap loader.
+    pub loader: Option<&'a Local<'l>>,
+    pub name: &'a str,
+    pub bytes: &'a [u8],
+}
+
 impl crate::capture::Capture {
     /// ClassFileLoadHook (the raw arguments are taken apart in `entry/jvmti.rs`): the
     /// rewritten class, or None to leave it as it is. Keys are tied to the class now
@@ -21,11 +32,14 @@ impl crate::capture::Capture {
         &self,
         rt: &Runtime,
         jni: Jni<'_>,
-        redefined: Option<&Class<'_>>,
-        loader: Option<&Local<'_>>,
-        name: &str,
-        bytes: &[u8],
+        class: LoadedClass,
     ) -> Option<Vec<u8>> {
+        let LoadedClass {
+            redefined,
+            loader,
+            name,
+            bytes,
+        } = class;
         let jvmti = rt.jvmti();
         let bci = self.bci();
         if !bci.ready.load(Ordering::SeqCst) || name == TRAMPOLINE {

@@ -33,6 +33,8 @@ use std::sync::OnceLock;
 mod critical;
 pub mod gate;
 mod hook;
+
+pub use hook::LoadedClass;
 pub mod natives;
 mod retransform;
 

@@ -273,12 +273,8 @@ impl<'l> Jni<'l> {
             return None;
         }
         let class_class = self.object_class(class)?;
-        let method = self.method_id_in(
-            &class_class,
-            c"getComponentType",
-            c"()Ljava/lang/Class;",
-            false,
-        );
+        let (name, sig) = (c"getComponentType", c"()Ljava/lang/Class;");
+        let method = self.method_id_in(&class_class, name, sig, false);
         self.delete_local(class_class);
         let method = method?;
         // SAFETY: method is Class.getComponentType, called on a live Class object, with no
@@ -290,6 +286,22 @@ impl<'l> Jni<'l> {
         self.class(c)
     }
 
+    /// A member's ID through `lookup` (GetMethodID, GetStaticMethodID, GetFieldID or
+    /// GetStaticFieldID), None if `class` has none.
+    fn id_in<T>(
+        &self,
+        lookup: Option<Lookup<T>>,
+        class: &impl ClassRef,
+        name: &CStr,
+        sig: &CStr,
+    ) -> Option<NonNull<T>> {
+        // SAFETY: one of the four lookups, with NUL-terminated names and a live class
+        // reference; a failure leaves an exception, cleared.
+        let id = unsafe { lookup?(self.env(), class.as_raw(), name.as_ptr(), sig.as_ptr()) };
+        self.clear_exception();
+        NonNull::new(id)
+    }
+
     /// The ID of a method of `class` (GetMethodID or GetStaticMethodID), None if it has none.
     fn method_id_in(
         &self,
@@ -298,16 +310,13 @@ impl<'l> Jni<'l> {
         sig: &CStr,
         is_static: bool,
     ) -> Option<jmethodID> {
-        let f = if is_static {
-            self.fns().GetStaticMethodID?
+        let fns = self.fns();
+        let lookup = if is_static {
+            fns.GetStaticMethodID
         } else {
-            self.fns().GetMethodID?
+            fns.GetMethodID
         };
-        // SAFETY: names are NUL-terminated; class is a live class reference; a failure
-        // leaves an exception, cleared.
-        let id = unsafe { f(self.env(), class.as_raw(), name.as_ptr(), sig.as_ptr()) };
-        self.clear_exception();
-        (!id.is_null()).then_some(id)
+        self.id_in(lookup, class, name, sig).map(NonNull::as_ptr)
     }
 
     /// The ID of a static or instance field of `class`, None if it has none.
@@ -318,16 +327,15 @@ impl<'l> Jni<'l> {
         sig: &CStr,
         is_static: bool,
     ) -> Option<FieldId> {
-        let f = if is_static {
-            self.fns().GetStaticFieldID?
+        let fns = self.fns();
+        let lookup = if is_static {
+            fns.GetStaticFieldID
         } else {
-            self.fns().GetFieldID?
+            fns.GetFieldID
         };
-        // SAFETY: as method_id_in.
-        let id = unsafe { f(self.env(), class.as_raw(), name.as_ptr(), sig.as_ptr()) };
-        self.clear_exception();
+        let id = self.id_in(lookup, class, name, sig)?;
         // SAFETY: GetFieldID answered it, for `class`.
-        unsafe { FieldId::from_raw(id) }
+        unsafe { FieldId::from_raw(id.as_ptr()) }
     }
 
     /// Loads a class by its internal name (FindClass, which initializes it), None if it
@@ -511,6 +519,14 @@ impl<'l> Jni<'l> {
         }
     }
 }
+
+/// GetMethodID and its kin: (env, class, name, signature) to an ID.
+type Lookup<T> = unsafe extern "system" fn(
+    *mut JNIEnv,
+    jni_sys::jclass,
+    *const std::ffi::c_char,
+    *const std::ffi::c_char,
+) -> *mut T;
 
 /// A local frame opened by [`Jni::local_frame`], popped (with every reference made in it)
 /// when dropped.

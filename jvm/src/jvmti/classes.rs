@@ -32,8 +32,7 @@ impl Jvmti {
 
     /// The defining loader of a class (None = the bootstrap loader).
     pub fn class_loader<'l>(&self, jni: Jni<'l>, class: &impl Ref) -> Option<Local<'l>> {
-        let mut l: jobject = ptr::null_mut();
-        call!(self, 57, (jclass, *mut jobject), class.as_raw(), &mut l).ok()?;
+        let l = self.query(57, class, ptr::null_mut()).ok()?;
         jni.adopt(l)
     }
 
@@ -51,63 +50,53 @@ impl Jvmti {
     }
 
     pub fn class_status(&self, class: &impl Ref) -> Result<jint> {
-        let mut status: jint = 0;
-        call!(self, 49, (jclass, *mut jint), class.as_raw(), &mut status)?;
-        Ok(status)
+        self.query(49, class, 0)
     }
 
     pub fn source_file_name(&self, class: &impl Ref) -> Option<String> {
-        let mut name: *mut c_char = ptr::null_mut();
-        call!(
-            self,
-            50,
-            (jclass, *mut *mut c_char),
-            class.as_raw(),
-            &mut name
-        )
-        .ok()?;
+        let name = self.query(50, class, ptr::null_mut::<c_char>()).ok()?;
         Some(self.take_string(name))
     }
 
     /// A class's modifiers (ACC_* bits).
     pub fn class_modifiers(&self, class: &impl Ref) -> Result<jint> {
-        let mut m: jint = 0;
-        call!(self, 51, (jclass, *mut jint), class.as_raw(), &mut m)?;
-        Ok(m)
+        self.query(51, class, 0)
     }
 
     /// One of the functions that list what a class holds (52 methods, 53 fields, 54
-    /// interfaces): `(jclass, jint* count, T** array)`.
-    fn class_list<T: Copy>(&self, function: usize, class: &impl Ref) -> Result<Vec<T>> {
+    /// interfaces): `(jclass, jint* count, T** array)`, each item typed by `typed`.
+    fn class_list<T: Copy, U>(
+        &self,
+        function: usize,
+        class: &impl Ref,
+        typed: impl FnMut(T) -> Option<U>,
+    ) -> Result<Vec<U>> {
         let (mut n, mut p): (jint, *mut T) = (0, ptr::null_mut());
+        let class = class.as_raw();
         call!(
             self,
             function,
             (jclass, *mut jint, *mut *mut T),
-            class.as_raw(),
+            class,
             &mut n,
             &mut p
         )?;
-        Ok(self.take_array(p, n))
+        Ok(self
+            .take_array(p, n)
+            .into_iter()
+            .filter_map(typed)
+            .collect())
     }
 
     /// Methods in class-file order (with can_maintain_original_method_order).
     pub fn class_methods(&self, class: &impl Ref) -> Result<Vec<MethodId>> {
-        let ids: Vec<jmethodID> = self.class_list(52, class)?;
         // SAFETY: GetClassMethods answered them.
-        Ok(ids
-            .into_iter()
-            .filter_map(|m| unsafe { MethodId::from_raw(m) })
-            .collect())
+        self.class_list(52, class, |m: jmethodID| unsafe { MethodId::from_raw(m) })
     }
 
     pub fn class_fields(&self, class: &impl Ref) -> Result<Vec<FieldId>> {
-        let ids: Vec<jfieldID> = self.class_list(53, class)?;
         // SAFETY: GetClassFields answered them, for this class.
-        Ok(ids
-            .into_iter()
-            .filter_map(|f| unsafe { FieldId::from_raw(f) })
-            .collect())
+        self.class_list(53, class, |f: jfieldID| unsafe { FieldId::from_raw(f) })
     }
 
     /// Direct superinterfaces, as local references of `jni`'s frame.
@@ -116,8 +105,7 @@ impl Jvmti {
         jni: Jni<'l>,
         class: &impl Ref,
     ) -> Result<Vec<Class<'l>>> {
-        let raw: Vec<jobject> = self.class_list(54, class)?;
-        Ok(raw.into_iter().filter_map(|c| jni.adopt_class(c)).collect())
+        self.class_list(54, class, |c: jobject| jni.adopt_class(c))
     }
 
     /// Every loaded class, as local references of `jni`'s frame.
@@ -187,9 +175,7 @@ impl Jvmti {
     }
 
     pub fn method_modifiers(&self, method: MethodId) -> Result<jint> {
-        let mut m: jint = 0;
-        call!(self, 66, (jmethodID, *mut jint), method.as_raw(), &mut m)?;
-        Ok(m)
+        self.query_method(66, method, 0)
     }
 
     /// Whether a method is native.
@@ -200,15 +186,7 @@ impl Jvmti {
 
     /// The class that declares a method, as a local reference of `jni`'s frame.
     pub fn method_declaring_class<'l>(&self, jni: Jni<'l>, method: MethodId) -> Option<Class<'l>> {
-        let mut class: jclass = ptr::null_mut();
-        call!(
-            self,
-            65,
-            (jmethodID, *mut jclass),
-            method.as_raw(),
-            &mut class
-        )
-        .ok()?;
+        let class = self.query_method(65, method, ptr::null_mut()).ok()?;
         jni.adopt_class(class)
     }
 

@@ -9,9 +9,7 @@ use std::ptr;
 
 impl Jvmti {
     pub fn tag(&self, object: &impl Ref) -> Result<jlong> {
-        let mut tag: jlong = 0;
-        call!(self, 106, (jobject, *mut jlong), object.as_raw(), &mut tag)?;
-        Ok(tag)
+        self.query(106, object, 0)
     }
 
     pub fn set_tag(&self, object: &impl Ref, tag: jlong) -> Result<()> {
@@ -20,16 +18,12 @@ impl Jvmti {
 
     /// An object's size in bytes, as this JVM lays it out.
     pub fn object_size(&self, object: &impl Ref) -> Option<jlong> {
-        let mut size: jlong = 0;
-        call!(self, 154, (jobject, *mut jlong), object.as_raw(), &mut size).ok()?;
-        Some(size)
+        self.query(154, object, 0).ok()
     }
 
     /// An object's identity hash code (System.identityHashCode).
     pub fn object_hash_code(&self, object: &impl Ref) -> Option<u32> {
-        let mut hash: jint = 0;
-        call!(self, 58, (jobject, *mut jint), object.as_raw(), &mut hash).ok()?;
-        Some(hash as u32)
+        self.query(58, object, 0).ok().map(|h: jint| h as u32)
     }
 
     pub fn force_garbage_collection(&self) -> Result<()> {
@@ -75,49 +69,36 @@ impl Jvmti {
     /// `visit` gets each reference and may return a tag for an untagged referee. It runs on
     /// the VM's own thread (hence `Send`: no `Jni` or reference of the caller's can go in),
     /// where no JNI or JVMTI function may be called; a panic in it aborts the walk.
-    pub fn follow_references(
-        &self,
-        visit: &mut (dyn FnMut(&HeapRef) -> Option<jlong> + Send),
-    ) -> Result<()> {
+    pub fn follow_references(&self, visit: &mut RefVisit) -> Result<()> {
         let callbacks = HeapCallbacks {
             heap_reference_callback: Some(heap_reference),
             ..HeapCallbacks::default()
         };
-        let mut walk = RefWalk {
-            visit,
-            aborted: false,
-        };
+        let mut walk = Walk::new(visit);
+        let (null, data) = (ptr::null_mut(), walk.data());
         call!(
             self,
             115,
             (jint, jclass, jobject, *const HeapCallbacks, *const c_void),
             0,
-            ptr::null_mut(),
-            ptr::null_mut(),
+            null,
+            null,
             &callbacks,
-            &mut walk as *mut RefWalk as *const c_void
+            data
         )?;
-        if walk.aborted {
-            return Err(JvmtiError(ERROR_INTERNAL));
-        }
-        Ok(())
+        walk.result()
     }
 
     /// IterateThroughHeap over every object in the heap, reachable or not, at a safepoint:
     /// `visit` gets each one's class tag, size, tag and array length (-1: none) and may return
     /// a tag for it. The same rules as [`Jvmti::follow_references`].
-    pub fn iterate_through_heap(
-        &self,
-        visit: &mut (dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong> + Send),
-    ) -> Result<()> {
+    pub fn iterate_through_heap(&self, visit: &mut ObjectVisit) -> Result<()> {
         let callbacks = HeapCallbacks {
             heap_iteration_callback: Some(heap_iteration),
             ..HeapCallbacks::default()
         };
-        let mut walk = ObjectWalk {
-            visit,
-            aborted: false,
-        };
+        let mut walk = Walk::new(visit);
+        let data = walk.data();
         call!(
             self,
             116,
@@ -125,12 +106,9 @@ impl Jvmti {
             0,
             ptr::null_mut(),
             &callbacks,
-            &mut walk as *mut ObjectWalk as *const c_void
+            data
         )?;
-        if walk.aborted {
-            return Err(JvmtiError(ERROR_INTERNAL));
-        }
-        Ok(())
+        walk.result()
     }
 }
 
@@ -149,15 +127,37 @@ type HeapReferenceCallback = unsafe extern "C" fn(
 
 /// What the heap callbacks get as user data: the caller's closure, and whether it panicked
 /// (the walk is then aborted and answers an error).
-struct RefWalk<'a> {
-    visit: &'a mut (dyn FnMut(&HeapRef) -> Option<jlong> + Send),
+struct Walk<'a, F: ?Sized> {
+    visit: &'a mut F,
     aborted: bool,
 }
 
-struct ObjectWalk<'a> {
-    visit: &'a mut (dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong> + Send),
-    aborted: bool,
+impl<'a, F: ?Sized> Walk<'a, F> {
+    fn new(visit: &'a mut F) -> Self {
+        Walk {
+            visit,
+            aborted: false,
+        }
+    }
+
+    /// The user data the JVM hands the callbacks.
+    fn data(&mut self) -> *const c_void {
+        self as *mut Self as *const c_void
+    }
+
+    fn result(&self) -> Result<()> {
+        match self.aborted {
+            true => Err(JvmtiError(ERROR_INTERNAL)),
+            false => Ok(()),
+        }
+    }
 }
+
+/// What [`Jvmti::follow_references`] calls for each reference.
+pub type RefVisit<'a> = dyn FnMut(&HeapRef) -> Option<jlong> + Send + 'a;
+/// What [`Jvmti::iterate_through_heap`] calls for each object: (class tag, size, tag, array
+/// length).
+pub type ObjectVisit<'a> = dyn FnMut(jlong, jlong, jlong, jint) -> Option<jlong> + Send + 'a;
 
 /// One reference FollowReferences reports: its kind (jvmtiHeapReferenceKind: 1..10 from an
 /// object or class, 21..27 from a root), the referee's class tag, size, tag and array length
@@ -180,37 +180,42 @@ unsafe extern "C" fn heap_iteration(
     length: jint,
     data: *mut c_void,
 ) -> jint {
+    // SAFETY: `data` is the walk iterate_through_heap passed; `tag` is JVMTI's.
+    unsafe {
+        visit::<ObjectVisit>(data, tag, |visit, current| {
+            visit(class_tag, size, current, length)
+        })
+    }
+}
+
+/// A heap callback's work: `f` asks the walk's `visit` (given the object's current tag) and
+/// its answer is written back: a new tag, nothing, or an aborted walk after a panic.
+///
+/// # Safety
+/// `data` is null or the [`Walk`] of `F` that started the walk, alive for it and touched by no
+/// one else meanwhile; `tag` is null or the tag pointer JVMTI passed to the callback.
+unsafe fn visit<F: ?Sized>(
+    data: *mut c_void,
+    tag: *mut jlong,
+    f: impl FnOnce(&mut F, jlong) -> Option<jlong>,
+) -> jint {
     if tag.is_null() || data.is_null() {
         return VISIT_OBJECTS;
     }
-    // SAFETY: `data` is the ObjectWalk that iterate_through_heap passed, alive for the
-    // iteration and touched by no one else meanwhile; `tag` is JVMTI's for this callback.
-    let (walk, current) = unsafe { (&mut *(data as *mut ObjectWalk), *tag) };
+    // SAFETY: the caller's.
+    let (walk, current) = unsafe { (&mut *(data as *mut Walk<F>), *tag) };
     let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        (walk.visit)(class_tag, size, current, length)
+        f(&mut *walk.visit, current)
     }));
-    // SAFETY: as above.
-    unsafe { answer(visited, tag, &mut walk.aborted) }
-}
-
-/// A heap callback's answer: the tag `visit` gave, written, or an aborted walk after a panic.
-///
-/// # Safety
-/// `tag` is the tag pointer JVMTI passed to the callback.
-unsafe fn answer(
-    visited: std::thread::Result<Option<jlong>>,
-    tag: *mut jlong,
-    aborted: &mut bool,
-) -> jint {
     match visited {
         Ok(Some(new)) => {
-            // SAFETY: the caller's.
+            // SAFETY: the caller's: JVMTI's tag pointer for this callback.
             unsafe { *tag = new };
             VISIT_OBJECTS
         }
         Ok(None) => VISIT_OBJECTS,
         Err(_) => {
-            *aborted = true;
+            walk.aborted = true;
             VISIT_ABORT
         }
     }
@@ -228,17 +233,9 @@ unsafe extern "C" fn heap_reference(
     length: jint,
     data: *mut c_void,
 ) -> jint {
-    if tag.is_null() || data.is_null() {
-        return VISIT_OBJECTS;
-    }
-    // SAFETY: `data` is the RefWalk that follow_references passed, alive for the walk and
-    // touched by no one else meanwhile; the tag pointers are JVMTI's for this callback (equal
-    // for a self-reference, hence read before the one write).
-    let (walk, current, referrer) = unsafe {
-        let walk = &mut *(data as *mut RefWalk);
-        let referrer = (!referrer_tag.is_null()).then(|| *referrer_tag);
-        (walk, *tag, referrer)
-    };
+    // SAFETY: JVMTI's referrer tag pointer for this callback, if any (equal to `tag` for a
+    // self-reference, hence read before `visit` writes).
+    let referrer = unsafe { referrer_tag.as_ref().copied() };
     // JVMTI_HEAP_REFERENCE_STACK_LOCAL (24) and JNI_LOCAL (25) come with a
     // jvmtiHeapReferenceInfoStackLocal / JniLocal, whose first field is the thread's tag.
     let thread_tag = if (kind == 24 || kind == 25) && !info.is_null() {
@@ -248,18 +245,20 @@ unsafe extern "C" fn heap_reference(
     } else {
         0
     };
-    let r = HeapRef {
-        kind,
-        thread_tag,
-        class_tag,
-        size,
-        tag: current,
-        length,
-        referrer,
-    };
-    let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (walk.visit)(&r)));
-    // SAFETY: as above.
-    unsafe { answer(visited, tag, &mut walk.aborted) }
+    // SAFETY: `data` is the walk follow_references passed; `tag` is JVMTI's.
+    unsafe {
+        visit::<RefVisit>(data, tag, |visit, current| {
+            visit(&HeapRef {
+                kind,
+                thread_tag,
+                class_tag,
+                size,
+                tag: current,
+                length,
+                referrer,
+            })
+        })
+    }
 }
 
 /// jvmtiHeapIterationCallback.

@@ -17,8 +17,8 @@
 //! - `heap.rs`: tags, object sizes, heap walks.
 
 use crate::jni::Jni;
-use crate::refs::{Local, Ref};
-use jni_sys::{jclass, jint, jlong, jobject, JNIEnv};
+use crate::refs::{Local, MethodId, Ref};
+use jni_sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 pub use jvmti_sys::{jthread, jvmtiAddrLocationMap, jvmtiEnv, jvmtiEventCallbacks};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 use std::ptr::{self, NonNull};
@@ -209,7 +209,7 @@ mod classes;
 mod heap;
 mod threads;
 
-pub use heap::{HeapRef, VISIT_ABORT, VISIT_OBJECTS};
+pub use heap::{HeapRef, ObjectVisit, RefVisit, VISIT_ABORT, VISIT_OBJECTS};
 pub use threads::{FrameInfo, Monitor};
 
 impl Jvmti {
@@ -235,6 +235,21 @@ impl Jvmti {
             Ok(()) => v,
             Err(_) => 0,
         }
+    }
+
+    /// The answer of JVMTI function number `function` of the form `(env, handle, T* out)`
+    /// about `of` (a class, thread or object).
+    fn query<T: Copy>(&self, function: usize, of: &impl Ref, zero: T) -> Result<T> {
+        let mut v = zero;
+        call!(self, function, (jobject, *mut T), of.as_raw(), &mut v)?;
+        Ok(v)
+    }
+
+    /// The same for a function of the form `(env, jmethodID, T* out)`.
+    fn query_method<T: Copy>(&self, function: usize, of: MethodId, zero: T) -> Result<T> {
+        let mut v = zero;
+        call!(self, function, (jmethodID, *mut T), of.as_raw(), &mut v)?;
+        Ok(v)
     }
 
     /// Function number `n` of the table, if the VM fills it.

@@ -151,35 +151,18 @@ impl Jvmti {
 
     /// JVMTI_THREAD_STATE_* bits of a thread.
     pub fn thread_state(&self, thread: &impl Ref) -> Result<jint> {
-        let mut state: jint = 0;
-        call!(self, 17, (jthread, *mut jint), thread.as_raw(), &mut state)?;
-        Ok(state)
+        self.query(17, thread, 0)
     }
 
     /// CPU time a thread has used, in nanoseconds (needs can_get_thread_cpu_time).
     pub fn thread_cpu_time(&self, thread: &impl Ref) -> Result<jlong> {
-        let mut nanos: jlong = 0;
-        call!(
-            self,
-            137,
-            (jthread, *mut jlong),
-            thread.as_raw(),
-            &mut nanos
-        )?;
-        Ok(nanos)
+        self.query(137, thread, 0)
     }
 
     /// The word this environment keeps for a thread (0: none yet).
     pub fn thread_word(&self, thread: &impl Ref) -> Result<usize> {
-        let mut data: *mut c_void = ptr::null_mut();
-        call!(
-            self,
-            102,
-            (jthread, *mut *mut c_void),
-            thread.as_raw(),
-            &mut data
-        )?;
-        Ok(data as usize)
+        self.query(102, thread, ptr::null_mut::<c_void>())
+            .map(|w| w as usize)
     }
 
     /// Keeps a word for a thread (JVMTI thread-local storage; a number, never dereferenced).
@@ -210,15 +193,7 @@ impl Jvmti {
 
     /// The object whose monitor a thread waits to enter or waits on, if any.
     pub fn contended_monitor<'l>(&self, jni: Jni<'l>, thread: &impl Ref) -> Option<Local<'l>> {
-        let mut object: jobject = ptr::null_mut();
-        call!(
-            self,
-            11,
-            (jthread, *mut jobject),
-            thread.as_raw(),
-            &mut object
-        )
-        .ok()?;
+        let object = self.query(11, thread, ptr::null_mut()).ok()?;
         jni.adopt(object)
     }
 

@@ -176,26 +176,17 @@ impl Shim {
         if !self.thread(jni) {
             return;
         }
-        if !entry {
-            if self.on(event::METHOD_EXIT) {
-                self.send(
-                    jni.raw(),
-                    event::METHOD_EXIT,
-                    EventData {
-                        id: method.as_raw() as *mut c_void,
-                    },
-                );
-            }
-            return;
+        let ev = if entry {
+            event::METHOD_ENTRY
+        } else {
+            event::METHOD_EXIT
+        };
+        if self.on(ev) {
+            let id = method.as_raw() as *mut c_void;
+            self.send(jni.raw(), ev, EventData { id });
         }
-        if self.on(event::METHOD_ENTRY) {
-            self.send(
-                jni.raw(),
-                event::METHOD_ENTRY,
-                EventData {
-                    id: method.as_raw() as *mut c_void,
-                },
-            );
+        if !entry {
+            return;
         }
         if self.on(event::METHOD_ENTRY2) {
             let receiver = if self.jvmti.method_modifiers(method).unwrap_or(0) & ACC_STATIC != 0 {

@@ -21,7 +21,7 @@
 //! Every reader of this format parses `ts` as a double, so the numbers are the ones the
 //! three decimals wrote before.
 
-use super::{drive, ExportError, Timeline};
+use super::{drive, ExportError, Slice, Timeline};
 use crate::model::{MethodId, ThreadDef, ThreadId};
 use crate::read::Trace;
 use serde::Serialize;
@@ -119,13 +119,8 @@ impl<W: Write> Timeline for Chrome<W> {
         })
     }
 
-    fn begin(
-        &mut self,
-        names: &Trace,
-        thread: ThreadId,
-        method: MethodId,
-        ns: u64,
-    ) -> io::Result<()> {
+    fn begin(&mut self, names: &Trace, slice: Slice) -> io::Result<()> {
+        let Slice { thread, method, ns } = slice;
         // A method whose class is not defined (yet) is labelled each time.
         let unknown;
         let name = match self.labels.entry(method) {
@@ -146,7 +141,8 @@ impl<W: Write> Timeline for Chrome<W> {
         })
     }
 
-    fn end(&mut self, thread: ThreadId, _: MethodId, ns: u64) -> io::Result<()> {
+    fn end(&mut self, slice: Slice) -> io::Result<()> {
+        let Slice { thread, ns, .. } = slice;
         self.lines.event(&ChromeEvent::End {
             pid: PID,
             tid: thread,
@@ -200,20 +196,16 @@ mod tests {
             },
         );
         let mut c = Chrome::new(Vec::new());
-        let main = ThreadDef {
-            id: 1,
-            name: "main \"1\"\\\n\u{1}<init>".into(),
-            ..ThreadDef::default()
-        };
+        let main = crate::export::thread_named(1, "main \"1\"\\\n\u{1}<init>");
         c.thread(&names, &main).unwrap();
         let known = MethodId { class: 1, index: 0 };
         let unknown = MethodId { class: 2, index: 3 };
-        c.begin(&names, 1, known, 0).unwrap();
-        c.begin(&names, 1, unknown, 12_345).unwrap();
-        c.begin(&names, 1, known, 12_345_000).unwrap();
-        c.end(1, known, 12_345_001).unwrap();
-        c.end(1, unknown, 12_345_010).unwrap();
-        c.end(1, known, 12_345_100).unwrap();
+        c.begin(&names, Slice::new(1, known, 0)).unwrap();
+        c.begin(&names, Slice::new(1, unknown, 12_345)).unwrap();
+        c.begin(&names, Slice::new(1, known, 12_345_000)).unwrap();
+        c.end(Slice::new(1, known, 12_345_001)).unwrap();
+        c.end(Slice::new(1, unknown, 12_345_010)).unwrap();
+        c.end(Slice::new(1, known, 12_345_100)).unwrap();
         c.instant("GC start", 20_500).unwrap();
         let expected = [
             r#"{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"main \"1\"\\\n\u0001<init>"}}"#,

@@ -55,18 +55,36 @@ pub trait Timeline {
     }
     /// A thread, before its first slice.
     fn thread(&mut self, names: &Trace, thread: &ThreadDef) -> io::Result<()>;
-    /// `method` entered on `thread`.
-    fn begin(
-        &mut self,
-        names: &Trace,
-        thread: ThreadId,
-        method: MethodId,
-        ns: u64,
-    ) -> io::Result<()>;
-    /// The innermost open slice of `thread` (`method`'s) ended.
-    fn end(&mut self, thread: ThreadId, method: MethodId, ns: u64) -> io::Result<()>;
+    /// A slice begins: `method` entered on `thread`.
+    fn begin(&mut self, names: &Trace, slice: Slice) -> io::Result<()>;
+    /// The innermost open slice of its thread (`method`'s) ended.
+    fn end(&mut self, slice: Slice) -> io::Result<()>;
     /// Something that happened to the whole JVM at `ns`.
     fn instant(&mut self, text: &str, ns: u64) -> io::Result<()>;
+}
+
+/// A slice's begin or end: the method of a thread, at `ns`.
+#[derive(Clone, Copy, Debug)]
+pub struct Slice {
+    pub thread: ThreadId,
+    pub method: MethodId,
+    pub ns: u64,
+}
+
+impl Slice {
+    pub fn new(thread: ThreadId, method: MethodId, ns: u64) -> Slice {
+        Slice { thread, method, ns }
+    }
+}
+
+/// A thread with an ID and a name only (the targets' tests).
+#[cfg(test)]
+fn thread_named(id: ThreadId, name: &str) -> ThreadDef {
+    ThreadDef {
+        id,
+        name: name.into(),
+        ..ThreadDef::default()
+    }
 }
 
 /// Ticks to nanoseconds from the first timed event.
@@ -94,7 +112,7 @@ impl Stacks {
         for thread in threads {
             let stack = self.0.get_mut(&thread).expect("listed");
             while let Some(method) = stack.pop() {
-                out.end(thread, method, ns)?;
+                out.end(Slice { thread, method, ns })?;
             }
         }
         Ok(())
@@ -164,11 +182,14 @@ impl Trees {
         // Depth first without recursion: (context, where it begins, whether it is ending).
         let mut todo: Vec<(&Laid, u64, bool)> = vec![(&laid, at, false)];
         while let Some((c, from, ending)) = todo.pop() {
+            let method = c.method;
             if ending {
-                out.end(thread, c.method, clock.ns(from + c.ticks))?;
+                let ns = clock.ns(from + c.ticks);
+                out.end(Slice { thread, method, ns })?;
                 continue;
             }
-            out.begin(names, thread, c.method, clock.ns(from))?;
+            let ns = clock.ns(from);
+            out.begin(names, Slice { thread, method, ns })?;
             todo.push((c, from, true));
             let mut starts = Vec::with_capacity(c.callees.len());
             let mut t = from;
@@ -211,11 +232,13 @@ pub fn drive(reader: impl io::Read, out: &mut impl Timeline) -> Result<(Trace, u
         match &e {
             Event::MethodEnter(m) => {
                 stacks.0.entry(m.thread).or_default().push(m.method);
-                out.begin(names, m.thread, m.method, ns)?;
+                let (thread, method) = (m.thread, m.method);
+                out.begin(names, Slice { thread, method, ns })?;
             }
             Event::MethodLeave(l) => {
                 if let Some(method) = stacks.0.get_mut(&l.thread).and_then(Vec::pop) {
-                    out.end(l.thread, method, ns)?;
+                    let thread = l.thread;
+                    out.end(Slice { thread, method, ns })?;
                 }
             }
             Event::BurstBegin { burst, ticks } => {

@@ -21,7 +21,7 @@
 //! Timestamps are nanoseconds from the trace's first event; a slice's name is its method's,
 //! interned: its string is written once, with the first packet that uses it.
 
-use super::{drive, ExportError, Timeline};
+use super::{drive, ExportError, Slice, Timeline};
 use crate::model::{MethodId, ThreadDef, ThreadId};
 use crate::read::Trace;
 use std::collections::HashMap;
@@ -159,13 +159,8 @@ impl<W: Write> Timeline for Perfetto<W> {
         })
     }
 
-    fn begin(
-        &mut self,
-        names: &Trace,
-        thread: ThreadId,
-        method: MethodId,
-        ns: u64,
-    ) -> io::Result<()> {
+    fn begin(&mut self, names: &Trace, slice: Slice) -> io::Result<()> {
+        let Slice { thread, method, ns } = slice;
         let next = self.names.len() as u64 + 1;
         let iid = *self.names.entry(method).or_insert(next);
         if iid == next {
@@ -183,7 +178,8 @@ impl<W: Write> Timeline for Perfetto<W> {
         })
     }
 
-    fn end(&mut self, thread: ThreadId, _: MethodId, ns: u64) -> io::Result<()> {
+    fn end(&mut self, slice: Slice) -> io::Result<()> {
+        let Slice { thread, ns, .. } = slice;
         self.event(ns, SLICE_END, |e| {
             wire::uint(e, EVENT_TRACK_UUID, thread_track(thread))
         })

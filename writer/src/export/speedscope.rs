@@ -21,7 +21,7 @@
 //! memory as JSON); only the document's keys and brackets around the profiles and the frames
 //! are written by hand. Every number is an integer, written as before.
 
-use super::{drive, ExportError, Timeline};
+use super::{drive, ExportError, Slice, Timeline};
 use crate::model::{MethodId, ThreadDef, ThreadId};
 use crate::read::Trace;
 use serde::ser::{Error as _, SerializeSeq, Serializer};
@@ -236,13 +236,8 @@ impl Timeline for Speedscope {
         Ok(())
     }
 
-    fn begin(
-        &mut self,
-        names: &Trace,
-        thread: ThreadId,
-        method: MethodId,
-        ns: u64,
-    ) -> io::Result<()> {
+    fn begin(&mut self, names: &Trace, slice: Slice) -> io::Result<()> {
+        let Slice { thread, method, ns } = slice;
         let next = self.frame_names.len() as u32;
         let frame = *self.frames.entry(method).or_insert(next);
         if frame == next {
@@ -254,7 +249,8 @@ impl Timeline for Speedscope {
         self.keep(thread, OPEN, frame, ns)
     }
 
-    fn end(&mut self, thread: ThreadId, method: MethodId, ns: u64) -> io::Result<()> {
+    fn end(&mut self, slice: Slice) -> io::Result<()> {
+        let Slice { thread, method, ns } = slice;
         let frame = self.frames[&method];
         self.keep(thread, CLOSE, frame, ns)
     }
@@ -340,11 +336,15 @@ mod tests {
         }
         for i in 0..1000u64 {
             let thread = 1 + (i % 2) as u32;
-            s.begin(&names, thread, m(0), 10 * i).unwrap();
-            s.begin(&names, thread, m(1 + (i % 3) as u16), 10 * i + 1)
+            s.begin(&names, Slice::new(thread, m(0), 10 * i)).unwrap();
+            s.begin(
+                &names,
+                Slice::new(thread, m(1 + (i % 3) as u16), 10 * i + 1),
+            )
+            .unwrap();
+            s.end(Slice::new(thread, m(1 + (i % 3) as u16), 10 * i + 2))
                 .unwrap();
-            s.end(thread, m(1 + (i % 3) as u16), 10 * i + 2).unwrap();
-            s.end(thread, m(0), 10 * i + 3).unwrap();
+            s.end(Slice::new(thread, m(0), 10 * i + 3)).unwrap();
         }
         let mut out = Vec::new();
         s.finish(&mut out, "t").unwrap();
@@ -355,15 +355,11 @@ mod tests {
     fn the_document_is_the_one_written_by_hand_before_serde_json() {
         let names = Trace::empty(Format::Jinsight, TraceInfo::default());
         let mut s = Speedscope::new(THREAD_CHUNK, IN_MEMORY);
-        let main = ThreadDef {
-            id: 1,
-            name: "main".into(),
-            ..ThreadDef::default()
-        };
-        s.thread(&names, &main).unwrap();
+        s.thread(&names, &crate::export::thread_named(1, "main"))
+            .unwrap();
         let m = MethodId { class: 1, index: 0 };
-        s.begin(&names, 1, m, 5).unwrap();
-        s.end(1, m, 7).unwrap();
+        s.begin(&names, Slice::new(1, m, 5)).unwrap();
+        s.end(Slice::new(1, m, 7)).unwrap();
         let mut out = Vec::new();
         s.finish(&mut out, "a \"b\".trc").unwrap();
         let expected = concat!(

@@ -25,15 +25,7 @@
 //! the bytes of a wide record, so half the cache lines travel from the recording core to the
 //! writer's.
 
-mod control;
-mod payload;
-mod symbols;
-
-pub use control::{name_matches, BurstScope, DumpEnd, HeapDump, RootKind, TriggerScope};
-pub use payload::{Payload, SyncInfo, SyncKind, Value, ValuesInfo, ValuesKind};
-pub use symbols::{
-    access, ArrayKind, ClassInfo, FieldDef, Line, MethodDef, MethodRef, Symbols, ThreadInfo,
-};
+use std::sync::Arc;
 
 /// The agent's key for a method: for `capture=events` the `jmethodID` bits.
 pub type MethodKey = u64;
@@ -426,6 +418,374 @@ pub fn drop_records(slots: &mut Vec<Slot>, overhead: u32) -> u64 {
     }
     end_run(slots, &mut run);
     dropped
+}
+
+// What the writer learns of the JVM's classes, methods and threads: the agent's registry, seen
+// through [`Symbols`], in the agent's keys.
+
+/// JVM access flags the formats look at.
+pub mod access {
+    pub const STATIC: u16 = 0x0008;
+    pub const SYNCHRONIZED: u16 = 0x0020;
+    pub const NATIVE: u16 = 0x0100;
+    pub const ABSTRACT: u16 = 0x0400;
+}
+
+/// A line-number table entry: the line of the code from bytecode index `start` on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Line {
+    pub start: u32,
+    pub line: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MethodDef {
+    pub name: String,
+    pub signature: String,
+    /// JVM access flags (`ACC_STATIC` 0x0008, `ACC_NATIVE` 0x0100, ...).
+    pub access: u16,
+    /// Empty when the format or the JVM gave none.
+    pub lines: Vec<Line>,
+}
+
+impl MethodDef {
+    /// The first and last source lines of the method (0, 0 without a line table).
+    pub fn line_range(&self) -> (u32, u32) {
+        let lines = self.lines.iter().map(|l| l.line);
+        (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0))
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldDef {
+    pub name: String,
+    pub signature: String,
+    pub access: u16,
+}
+
+impl MethodDef {
+    /// The source line of bytecode index `location` (0 without a line table).
+    pub fn line_at(&self, location: i64) -> u32 {
+        let at = u32::try_from(location).ok();
+        self.lines
+            .iter()
+            .filter(|l| at.is_some_and(|a| l.start <= a))
+            .max_by_key(|l| l.start)
+            .map_or(0, |l| l.line)
+    }
+}
+
+/// A class as the JVM describes it, in the agent's keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassInfo {
+    /// Internal form: `java/lang/String`, `[I`, `[Ljava/lang/String;`.
+    pub name: String,
+    /// In class-file order; a method's index here is its [`MethodRef::index`].
+    pub methods: Vec<MethodDef>,
+    pub fields: Vec<FieldDef>,
+    pub superclass: Option<ClassKey>,
+    pub interfaces: Vec<ClassKey>,
+    pub source_file: Option<String>,
+    pub array: Option<ArrayKind>,
+}
+
+/// What an array class holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayKind {
+    /// A primitive array, by its JVM descriptor character (`I`, `J`, `Z`, ...).
+    Primitive(u8),
+    /// An array of references to this element class.
+    Objects(ClassKey),
+}
+
+/// A thread as the JVM describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub name: String,
+    /// The thread object's identity hash code (0 when unknown).
+    pub hash: u32,
+    /// Its thread group's name and that group's parent's (empty when unknown).
+    pub group: String,
+    pub parent: String,
+}
+
+/// Where a method lives: its class and its index in the class's method list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodRef {
+    pub class: ClassKey,
+    pub index: u16,
+}
+
+/// The writer's view of the agent's registry. Lookups may take a lock; the writer caches.
+pub trait Symbols: Send + Sync {
+    fn method(&self, key: MethodKey) -> Option<MethodRef>;
+    fn class(&self, key: ClassKey) -> Option<Arc<ClassInfo>>;
+    fn class_by_name(&self, name: &str) -> Option<ClassKey>;
+    fn thread(&self, key: ThreadKey) -> Option<ThreadInfo>;
+    /// A thread ended and was written: the writer will not ask for it again (what keeps the
+    /// registry of 100,000 short-lived virtual threads bounded).
+    fn thread_ended(&self, _key: ThreadKey) {}
+}
+
+// What the agent asks of a burst and of a heap dump beside its records: a burst's scope (the
+// visualizer's settings), a heap walk's findings.
+
+/// What a burst writes of what is recorded during it (IBM's visualizer: "Limit to", the depth
+/// limit of burst sampling, a trigger's thread lock and "at trigger exit"). The agent records
+/// as for any burst; the resolver leaves out the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BurstScope {
+    /// Only the invocations of methods matching one of these (class, method) patterns, names
+    /// in internal form, `*` alone or at a pattern's end a wildcard ("Limit to").
+    pub limit: Vec<(String, String)>,
+    /// No frame deeper than this, counted per thread from the burst's beginning.
+    pub depth: Option<u32>,
+    /// The burst a trigger began, on this thread, with an entry of this method.
+    pub trigger: Option<TriggerScope>,
+}
+
+/// The trigger of a burst: its first record on `thread` is the entry of `method`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TriggerScope {
+    pub thread: ThreadKey,
+    pub method: MethodKey,
+    /// Only that thread is written.
+    pub lock: bool,
+    /// Nothing is written after that entry's exit (the agent ends the burst when it sees
+    /// [`super::Counts::trigger_exits`] grow).
+    pub end_on_exit: bool,
+}
+
+impl BurstScope {
+    /// Whether it narrows anything.
+    pub fn is_empty(&self) -> bool {
+        self.limit.is_empty() && self.depth.is_none() && self.trigger.is_none()
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` alone: anything; a trailing `*`: a prefix).
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// A heap walk's findings, in the agent's identities.
+#[derive(Debug, Default)]
+pub struct HeapDump {
+    pub ticks: u64,
+    /// Every live object the walk reached: (object ID, class key, array length or
+    /// [`NOT_ARRAY`](super::NOT_ARRAY)); each is defined before the parts that name it.
+    pub objects: Vec<(u32, ClassKey, u32)>,
+    /// A population dump: objects the file defined and the walk did not reach are freed, among
+    /// those whose IDs lie below `below` (given before the walk: later ones are new).
+    pub population: bool,
+    pub below: u32,
+    /// References between objects (fields, array elements): (from, to), grouped by `from`.
+    pub refs: Vec<(u32, u32)>,
+    /// Static fields' references: (class, to).
+    pub statics: Vec<(ClassKey, u32)>,
+    /// The roots: (kind, object, the thread whose stack, JNI locals or object it is, when
+    /// known).
+    pub roots: Vec<(RootKind, u32, Option<ThreadKey>)>,
+    /// What the dump ends with: a generation mark, or the end of a report of so many events.
+    pub end: DumpEnd,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DumpEnd {
+    #[default]
+    Generation,
+    Report,
+}
+
+/// Why the JVM holds an object live by itself (JVMTI's root kinds, JinsightLive's GC roots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RootKind {
+    JniGlobal,
+    /// A class the JVM keeps loaded (a system class).
+    StickyClass,
+    Monitor,
+    /// A local variable of a Java frame.
+    JavaStack,
+    JniLocal,
+    /// A live thread's own object.
+    Thread,
+    NativeStack,
+    Unknown,
+}
+
+impl RootKind {
+    /// Whether the JinsightLive event of the kind names the thread.
+    pub fn has_thread(self) -> bool {
+        matches!(
+            self,
+            RootKind::JavaStack | RootKind::JniLocal | RootKind::Thread | RootKind::NativeStack
+        )
+    }
+}
+
+// What a record can carry beside its slots: a user event's text, a concurrency event's details,
+// a call's values. The thread that records one stores it in its buffer's payloads and the
+// record's key is its index there; it travels in the same [`super::Batch`].
+
+/// A record's payload, at the index its key names in its batch's `payloads`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// [`super::RecordKind::UserEvent`]'s text.
+    Text(String),
+    /// [`super::RecordKind::Sync`]'s details.
+    Sync(Box<SyncInfo>),
+    /// [`super::RecordKind::Values`]' values.
+    Values(Box<ValuesInfo>),
+}
+
+/// What a concurrency event is (`monitors=on`; ORCA's events, by their ORCA names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SyncKind {
+    /// Object.wait entered (any form; the wait inside Thread.join is not one).
+    #[default]
+    Wait,
+    Waited,
+    Notify,
+    NotifyAll,
+    /// Thread.start of the thread whose hash is the event's object.
+    Start,
+    /// Thread.join of the thread whose hash is the event's object, entered and left.
+    Join,
+    Joined,
+    Sleep,
+    Slept,
+    /// A monitor held by another thread (its owner), entered only after waiting.
+    ContendedEnter,
+    ContendedEntered,
+}
+
+impl SyncKind {
+    pub const ALL: [SyncKind; 11] = [
+        SyncKind::Wait,
+        SyncKind::Waited,
+        SyncKind::Notify,
+        SyncKind::NotifyAll,
+        SyncKind::Start,
+        SyncKind::Join,
+        SyncKind::Joined,
+        SyncKind::Sleep,
+        SyncKind::Slept,
+        SyncKind::ContendedEnter,
+        SyncKind::ContendedEntered,
+    ];
+
+    /// ORCA's name of the event.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncKind::Wait => "ObjectWait",
+            SyncKind::Waited => "ObjectWaited",
+            SyncKind::Notify => "ObjectNotify",
+            SyncKind::NotifyAll => "ObjectNotifyAll",
+            SyncKind::Start => "ThreadStart",
+            SyncKind::Join => "ThreadJoin",
+            SyncKind::Joined => "ThreadJoined",
+            SyncKind::Sleep => "ThreadSleep",
+            SyncKind::Slept => "ThreadSlept",
+            SyncKind::ContendedEnter => "MonitorContendedEnter",
+            SyncKind::ContendedEntered => "MonitorContendedEntered",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<SyncKind> {
+        SyncKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The event that ends the span this one begins (a wait's waited...), if it begins one.
+    pub fn end(self) -> Option<SyncKind> {
+        match self {
+            SyncKind::Wait => Some(SyncKind::Waited),
+            SyncKind::Join => Some(SyncKind::Joined),
+            SyncKind::Sleep => Some(SyncKind::Slept),
+            SyncKind::ContendedEnter => Some(SyncKind::ContendedEntered),
+            _ => None,
+        }
+    }
+
+    /// Whether the event names an object or thread (a sleep names none).
+    pub fn has_object(self) -> bool {
+        !matches!(self, SyncKind::Sleep | SyncKind::Slept)
+    }
+}
+
+/// A Java value, as the visualizer's value filters show them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Byte(i8),
+    Char(u16),
+    Short(i16),
+    Int(i32),
+    Long(i64),
+    /// The float's bits.
+    Float(u32),
+    /// The double's bits.
+    Double(u64),
+    Boolean(bool),
+    /// An object the trace has defined, or [`NO_OBJECT`](super::NO_OBJECT) for null.
+    Object(u32),
+    /// An object the trace does not name (a class object, or one from before a roll).
+    Unknown,
+    /// A string, by its text.
+    Text(String),
+}
+
+/// Which values of a call: written right after its entry (arguments, fields at entry) or right
+/// before its leave (return value, fields at exit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ValuesKind {
+    /// The arguments, in order.
+    #[default]
+    Arguments,
+    /// The return value (one).
+    Return,
+    /// The receiver's instance fields (its class's first, then each superclass's, in
+    /// class-file order), or a static method's class's static fields.
+    FieldsAtEnter,
+    FieldsAtExit,
+}
+
+impl ValuesKind {
+    /// Whether the values go right before the call's leave.
+    pub fn at_exit(self) -> bool {
+        matches!(self, ValuesKind::Return | ValuesKind::FieldsAtExit)
+    }
+}
+
+/// What a [`RecordKind::Values`] record stands for, kept by the agent until the writer takes
+/// it: the values of a call of `method` (objects by their IDs, each recorded as seen first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValuesInfo {
+    pub method: MethodKey,
+    pub object: u32,
+    pub kind: ValuesKind,
+    pub values: Vec<Value>,
+}
+
+/// What a [`RecordKind::Sync`] record stands for, kept by the agent until the writer takes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncInfo {
+    pub kind: SyncKind,
+    /// Identity hash codes: the recording thread's, the object's (the monitor, or the thread
+    /// started or joined; 0 for none) and, for a contended enter, the monitor's owner's.
+    pub thread_hash: u32,
+    pub object_hash: u32,
+    pub owner_hash: u32,
+    /// The object's ID (a format other than ORCA names objects by ID; the agent recorded its
+    /// definition first), or [`NO_OBJECT`](super::NO_OBJECT).
+    pub object_id: u32,
+    /// The object's class, for a file that has not defined the object yet.
+    pub object_class: Option<ClassKey>,
+    /// The contended monitor's owner, when it is a thread the agent follows.
+    pub owner_key: Option<ThreadKey>,
+    /// The stack, innermost frame first: each frame's method and bytecode index (-1 native).
+    pub frames: Vec<(MethodRef, i64)>,
 }
 
 #[cfg(test)]
