@@ -6,8 +6,8 @@
 //!
 //! Where a JVMPI call or event is served:
 //! - `abi.rs`: jvmpi.h's numbers and layouts (LP64), checked by tests;
-//! - `ffi.rs`: the wrapped JavaVM, the JVMPI functions and the JVMTI callbacks (the raw edge);
-//! - `shim.rs`: the semantics: IDs, threads, event enabling, every event built;
+//! - `ffi/`: the wrapped JavaVM, the JVMPI functions and the JVMTI callbacks (the raw edge);
+//! - `shim/`: the semantics: IDs, threads, event enabling, every event built;
 //! - `monitor.rs`: JVMPI raw monitors; `dump.rs`: heap, object and monitor dumps.
 
 pub mod abi;

@@ -1,5 +1,5 @@
 //! The shim's state and its JVMPI semantics, in safe Rust: which events are on, the IDs, the
-//! threads, and every event built from what JVMTI reports. `ffi.rs` is the edge: it turns
+//! threads, and every event built from what JVMTI reports. `ffi/` is the edge: it turns
 //! JVMTI callbacks into calls here and hands the events built here to the agent.
 //!
 //! IDs:

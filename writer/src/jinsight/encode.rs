@@ -189,6 +189,12 @@ impl<W: Write + Seek> Encoder<W> {
             Endian::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
         }
     }
+
+    fn u32s(&mut self, vs: &[u32]) {
+        for &v in vs {
+            self.u32(v);
+        }
+    }
     fn u64(&mut self, v: u64) {
         match self.endian {
             Endian::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
@@ -358,11 +364,8 @@ impl<W: Write + Seek> Encoder<W> {
                 self.u16(*method);
                 self.u32(*object);
             }
-            Event::NativeMethodLeave { thread, .. } => {
-                self.u32(*thread);
-                self.u32(0);
-                self.u32(0);
-            }
+            // The thread, then two words JinsightLive leaves 0.
+            Event::NativeMethodLeave { thread, .. } => self.u32s(&[*thread, 0, 0]),
             Event::ObjectDefined { object, class, .. } => {
                 self.u32(*object);
                 self.u16(*class);
