@@ -5,8 +5,8 @@
 //! `bench/instrument.rs` can time it on its own.
 //!
 //! - `classfile.rs`: reading and writing class files; `code.rs`: instructions and the
-//!   initialization analysis; `stackmap.rs`: StackMapTable frames; `rewrite.rs`: the weaving; `sync.rs`: the call sites of
-//!   notify, start, join and sleep (`monitors=on`).
+//!   initialization analysis; `stackmap.rs`: StackMapTable frames; `rewrite/`: the weaving;
+//!   `sync.rs`: the call sites of notify, start, join and sleep (`monitors=on`).
 
 pub mod classfile;
 pub mod code;

@@ -23,11 +23,11 @@ pub const GATE_EXITS: i32 = 2;
 pub const GATE_ALLOCATIONS: i32 = 4;
 /// monitors=on: the concurrency trampolines record (capture::sync).
 pub const GATE_SYNC: i32 = 8;
-/// A user trace library gets the burst (`plugin.rs`): every method record takes the slow
+/// A user trace library gets the burst (`plugin/`): every method record takes the slow
 /// path, where the library is called.
 pub const GATE_PLUGIN: i32 = 16;
-/// A burst waits for a trigger (`trigger.rs`): entries take the slow path, where they are
-/// looked up, and are not recorded.
+/// A burst waits for a trigger (`recorder/trigger.rs`): entries take the slow path, where
+/// they are looked up, and are not recorded.
 pub const GATE_TRIGGER: i32 = 32;
 
 /// The gate bits now.

@@ -3,7 +3,7 @@
 //!   GetEnv answers the JVMPI versions with the [`Interface`] and hands every other version to
 //!   the real VM;
 //! - the JVMPI functions, `extern "C"`, each checking what the agent passes before use;
-//! - the JVMTI callbacks of the shim's environment, each calling `shim.rs`.
+//! - the JVMTI callbacks of the shim's environment (`callbacks.rs`), each calling `shim/`.
 //!
 //! No panic leaves a function here: each body runs under `catch_unwind` and answers a
 //! failure value instead.
