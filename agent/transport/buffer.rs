@@ -11,31 +11,35 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// One thread's records. Only the owning thread appends; others collect under the handshake.
+///
+/// Laid out by hand: what the fast path touches for every record (`records`, `stored`, the
+/// flags) comes first, in one cache line of its own.
+#[repr(C, align(64))]
 pub struct ThreadBuffer {
-    pub key: ThreadKey,
+    records: UnsafeCell<Vec<Slot>>,
+    /// Records this thread has stored so far (the owner's alone): whoever needs to know
+    /// whether anything was recorded between two moments compares it
+    /// ([`ThreadBuffer::stored`]).
+    stored: AtomicU64,
     pub(super) busy: AtomicBool,
     /// Set by a collector while it takes the records.
     pub(super) paused: AtomicBool,
     /// Above 0 while the agent itself runs Java code on this thread (not traced).
     pub(super) quiet: AtomicU32,
-    records: UnsafeCell<Vec<Slot>>,
-    /// What records of `records` carry beyond their slots (a user event's text...): a record's
-    /// key is its index here. Kept with `records`, and sent with them.
-    payloads: UnsafeCell<Vec<Payload>>,
+    pub key: ThreadKey,
     /// Where in `records` the records of the virtual thread last mounted here begin (0 once
     /// they were taken); kept with `records`.
     mounted_at: AtomicUsize,
-    /// Serialises the cold operations (retire, collect) of this buffer.
-    pub(super) cold: Mutex<()>,
-    /// Records this thread has stored so far (the owner's alone): whoever needs to know
-    /// whether anything was recorded between two moments compares it
-    /// ([`ThreadBuffer::stored`]).
-    stored: AtomicU64,
     /// What the capture notes for this thread between two of its calls; the transport never
     /// reads it (capture=bci: the wrapped call under way, `capture/bci/natives.rs`). Here
     /// because every fast path holds the buffer already, where a thread-local of its own
     /// costs a lookup per call and room the static TLS reserve has not (ARCHITECTURE.md).
     pub note: Note,
+    /// What records of `records` carry beyond their slots (a user event's text...): a record's
+    /// key is its index here. Kept with `records`, and sent with them.
+    payloads: UnsafeCell<Vec<Payload>>,
+    /// Serialises the cold operations (retire, collect) of this buffer.
+    pub(super) cold: Mutex<()>,
 }
 
 /// Three words of the owner's, the capture's to interpret ([`ThreadBuffer::note`]).
@@ -332,5 +336,19 @@ impl ThreadBuffer {
             std::mem::replace(records, hub.empty_vec()),
             std::mem::take(payloads),
         )
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::ThreadBuffer;
+    use std::mem::{align_of, offset_of};
+
+    #[test]
+    fn the_fast_paths_fields_share_one_cache_line() {
+        assert_eq!(align_of::<ThreadBuffer>(), 64);
+        assert!(offset_of!(ThreadBuffer, quiet) + 4 <= 64);
+        assert!(offset_of!(ThreadBuffer, stored) + 8 <= 64);
+        assert!(offset_of!(ThreadBuffer, busy) < 64 && offset_of!(ThreadBuffer, paused) < 64);
     }
 }

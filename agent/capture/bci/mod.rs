@@ -14,7 +14,7 @@
 //!   ([`instrument_now`]).
 //!
 //! The trampoline natives are the hot path. Instrumented methods read `JliveTrampoline.gate`
-//! (which `set_gate` sets with JNI as bursts begin and end, from [`GATE`]) and call the entry
+//! (which `gate.rs` sets with JNI as bursts begin and end, from [`GATE`]) and call the entry
 //! and exit natives only while a burst records: read the tick counter, append one record,
 //! return. The agent overhead a record carries is a constant measured at start-up instead of
 //! a second tick read per call.
