@@ -17,10 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 #[repr(C, align(64))]
 pub struct ThreadBuffer {
     records: UnsafeCell<Vec<Slot>>,
-    /// Records this thread has stored so far (the owner's alone): whoever needs to know
-    /// whether anything was recorded between two moments compares it
-    /// ([`ThreadBuffer::stored`]).
-    stored: AtomicU64,
     pub(super) busy: AtomicBool,
     /// Set by a collector while it takes the records.
     pub(super) paused: AtomicBool,
@@ -30,8 +26,8 @@ pub struct ThreadBuffer {
     /// Where in `records` the records of the virtual thread last mounted here begin (0 once
     /// they were taken); kept with `records`.
     mounted_at: AtomicUsize,
-    /// What the capture notes for this thread between two of its calls; the transport never
-    /// reads it (capture=bci: the wrapped call under way, `capture/bci/natives.rs`). Here
+    /// What the capture notes for this thread until its next record (capture=bci: the
+    /// wrapped call under way, `capture/bci/natives.rs`); every record stored ends it. Here
     /// because every fast path holds the buffer already, where a thread-local of its own
     /// costs a lookup per call and room the static TLS reserve has not (ARCHITECTURE.md).
     pub note: Note,
@@ -42,12 +38,25 @@ pub struct ThreadBuffer {
     pub(super) cold: Mutex<()>,
 }
 
-/// Three words of the owner's, the capture's to interpret ([`ThreadBuffer::note`]).
-#[derive(Default)]
+/// Two words of the owner's, the capture's to interpret ([`ThreadBuffer::note`]): a key
+/// ([`Note::NONE`] once a record is stored) and a time.
 pub struct Note {
     pub key: AtomicU32,
     pub ticks: AtomicU64,
-    pub stored: AtomicU64,
+}
+
+impl Note {
+    /// No note.
+    pub const NONE: u32 = u32::MAX;
+}
+
+impl Default for Note {
+    fn default() -> Self {
+        Note {
+            key: AtomicU32::new(Note::NONE),
+            ticks: AtomicU64::new(0),
+        }
+    }
 }
 
 // SAFETY: `records` is only touched by the owner while `busy` is set (and, but for the
@@ -67,7 +76,6 @@ impl ThreadBuffer {
             payloads: UnsafeCell::new(Vec::new()),
             mounted_at: AtomicUsize::new(0),
             cold: Mutex::new(()),
-            stored: AtomicU64::new(0),
             note: Note::default(),
         }
     }
@@ -265,17 +273,11 @@ impl ThreadBuffer {
         stored
     }
 
-    /// Records this thread has stored so far (the owner only): unchanged between two
-    /// moments, nothing was recorded between them.
-    #[inline(always)]
-    pub fn stored(&self) -> u64 {
-        self.stored.load(Ordering::Relaxed)
-    }
-
+    /// A record was stored: the note ends (a plain store: no chain of increments through
+    /// memory from one record to the next).
     #[inline(always)]
     fn count_stored(&self) {
-        let n = self.stored.load(Ordering::Relaxed);
-        self.stored.store(n.wrapping_add(1), Ordering::Relaxed);
+        self.note.key.store(Note::NONE, Ordering::Relaxed);
     }
 
     /// A collector is taking this buffer: step aside until it is done, then mark busy again.
@@ -348,7 +350,6 @@ mod layout {
     fn the_fast_paths_fields_share_one_cache_line() {
         assert_eq!(align_of::<ThreadBuffer>(), 64);
         assert!(offset_of!(ThreadBuffer, quiet) + 4 <= 64);
-        assert!(offset_of!(ThreadBuffer, stored) + 8 <= 64);
         assert!(offset_of!(ThreadBuffer, busy) < 64 && offset_of!(ThreadBuffer, paused) < 64);
     }
 }

@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 mod buffer;
 
-pub use buffer::ThreadBuffer;
+pub use buffer::{Note, ThreadBuffer};
 
 /// Recording state shared by every thread.
 pub struct Hub {

@@ -11,19 +11,19 @@
 //! A call of an intrinsic candidate is wrapped where it is made (`call0` before it, `called0`
 //! after it, each with the callee's key): if nothing was recorded on the thread between the
 //! two, HotSpot ran its own code for the callee, and `called0` records its entry (at the
-//! call's start) and exit. The call under way is kept with the count of records
-//! the thread's buffer had stored when it began: the buffer's `note`.
+//! call's start) and exit. The call under way is the buffer's `note`, which every record
+//! stored ends.
 
 use super::gate::{GATE, GATE_ENTRIES, GATE_EXITS, GATE_PLUGIN, GATE_TRIGGER};
 use super::{CALL_BIT, LEAF_BIT};
 use crate::clock;
-use crate::transport::{Hub, ThreadBuffer};
+use crate::transport::{Hub, Note, ThreadBuffer};
 use jlive_writer::record::{Slot, COMPACT_KEYS, FORM_BARE_EXIT, FORM_ENTRY, FORM_EXIT, NO_OBJECT};
 use jni_sys::jint;
 use std::sync::atomic::Ordering;
 
 /// No wrapped call under way (a key no method has).
-const NO_CALL: u32 = u32::MAX;
+const NO_CALL: u32 = Note::NONE;
 
 /// The hub, looked up only once the TSC and the thread's buffer are on their way (the
 /// natives pass the session's).
@@ -121,7 +121,6 @@ pub fn call_fast(key: jint) -> bool {
 pub fn begin_call(b: &ThreadBuffer, key: u32, ticks: u64) {
     let note = &b.note;
     note.ticks.store(ticks, Ordering::Relaxed);
-    note.stored.store(b.stored(), Ordering::Relaxed);
     note.key.store(key, Ordering::Relaxed);
 }
 
@@ -137,8 +136,7 @@ pub fn callee_ran() {
 /// Whether the wrapped call of `key` is under way with nothing recorded since it began.
 #[inline(always)]
 fn in_call(b: &ThreadBuffer, key: u32) -> bool {
-    let note = &b.note;
-    note.key.load(Ordering::Relaxed) == key && note.stored.load(Ordering::Relaxed) == b.stored()
+    b.note.key.load(Ordering::Relaxed) == key
 }
 
 /// The wrapped call of `key` ends: when it began, if nothing was recorded meanwhile (the
